@@ -1,0 +1,48 @@
+# System libraries come from Debian's packages (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
+pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(Threads REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+
+# LibTorch. Order of preference: the user's Torch_DIR; else the PyTorch importable by
+# FRUGAL_PYTHON (the project's .venv, or a notebook's own PyTorch), through
+# torch.utils.cmake_prefix_path.
+if(FRUGAL_WITH_TORCH)
+  if(NOT Torch_DIR AND NOT DEFINED ENV{Torch_DIR})
+    if(NOT FRUGAL_PYTHON)
+      if(EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+        set(FRUGAL_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+      else()
+        find_program(FRUGAL_PYTHON NAMES python3 python)
+      endif()
+    endif()
+    execute_process(
+      COMMAND ${FRUGAL_PYTHON} -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+      OUTPUT_VARIABLE _torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+    if(NOT _rc EQUAL 0)
+      message(FATAL_ERROR "LibTorch not found: set Torch_DIR, or run scripts/setup.sh to install "
+                          "torch into .venv, or configure with -DFRUGAL_WITH_TORCH=OFF")
+    endif()
+    list(APPEND CMAKE_PREFIX_PATH ${_torch_prefix})
+  endif()
+  # Without this, Caffe2's config probes the local GPU with a try_run, which fails on machines
+  # without one (and with CMake < 3.27 under CUDA 13). The list only matters for CUDA code we
+  # compile ourselves; LibTorch's own kernels are whatever the wheel was built with.
+  if(NOT TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    set(TORCH_CUDA_ARCH_LIST "7.5;8.0;8.6;9.0" CACHE STRING "GPU architectures for frugal's CUDA code")
+  endif()
+  find_package(Torch REQUIRED)
+  # Torch's config adds its flags globally through TORCH_CXX_FLAGS (the C++ ABI); keep them.
+  set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
+  get_filename_component(FRUGAL_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
+  message(STATUS "frugal: LibTorch ${Torch_VERSION} from ${FRUGAL_TORCH_LIB_DIR}")
+endif()

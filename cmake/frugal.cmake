@@ -1,0 +1,43 @@
+# frugal_library(NAME [TORCH] DEPS ...): a static library from src/NAME/*.cpp (and *.cu when CUDA
+# is enabled), public headers from include/, private ones from src/.
+function(frugal_library name)
+  cmake_parse_arguments(ARG "TORCH" "" "DEPS" ${ARGN})
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
+  if(NOT _srcs)  # a subsystem that has no code yet still links
+    set(_srcs ${CMAKE_BINARY_DIR}/empty_${name}.cpp)
+    file(WRITE ${_srcs} "")
+  endif()
+  add_library(frugal_${name} STATIC ${_srcs})
+  target_include_directories(frugal_${name}
+    PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include
+    PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(frugal_${name} PUBLIC ${ARG_DEPS} Threads::Threads)
+  target_compile_options(frugal_${name} PRIVATE -Wall -Wextra)
+  if(ARG_TORCH)
+    target_link_libraries(frugal_${name} PUBLIC ${TORCH_LIBRARIES})
+    frugal_torch_pch(frugal_${name})
+  endif()
+endfunction()
+
+# Files that include <torch/torch.h> cost ~20-30 s each; one precompiled header serves them all.
+function(frugal_torch_pch target)
+  if(NOT TARGET frugal_torch_pch_holder)
+    file(WRITE ${CMAKE_BINARY_DIR}/torch_pch_holder.cpp "// precompiled torch header holder\n")
+    add_library(frugal_torch_pch_holder STATIC ${CMAKE_BINARY_DIR}/torch_pch_holder.cpp)
+    target_link_libraries(frugal_torch_pch_holder PUBLIC ${TORCH_LIBRARIES})
+    target_precompile_headers(frugal_torch_pch_holder PRIVATE <torch/torch.h>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM frugal_torch_pch_holder)
+endfunction()
+
+# frugal_test(NAME SOURCES... DEPS ...): a GoogleTest executable registered with CTest.
+function(frugal_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(${name} PRIVATE
+    FRUGAL_SOURCE_DIR="${CMAKE_SOURCE_DIR}" FRUGAL_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    PROPERTIES ENVIRONMENT "FRUGAL_SOURCE_DIR=${CMAKE_SOURCE_DIR};FRUGAL_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,85 @@
+// Files: descriptors, whole-file reads, crash-safe writes.
+//
+// Crash-safe write protocol (leveldb's): write "<path>.frugal-tmp-<random>" in the same folder,
+// fsync it, rename it over <path>, fsync the folder. A reader sees the old file or the new one,
+// never a torn one. Leftover "*.frugal-tmp-*" files are orphans of an interrupted write and may be
+// removed by `frugal clean` or at the start of a run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace frugal {
+
+inline constexpr std::string_view kTempMarker = ".frugal-tmp-";
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd();
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens for reading; throws Error naming the path on failure.
+UniqueFd open_read(const std::filesystem::path& path);
+
+// Reads exactly n bytes at offset (retrying short reads); throws Error(invalid) on EOF.
+void pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset, const std::string& name);
+
+// Writes all bytes (retrying short writes); throws Error(io) naming the path, ENOSPC included.
+void write_full(int fd, const void* buf, std::size_t n, const std::string& name);
+
+std::string read_file(const std::filesystem::path& path);
+
+// A unique temporary name beside `path` carrying kTempMarker.
+std::filesystem::path temp_path_for(const std::filesystem::path& path);
+
+bool is_temp_path(const std::filesystem::path& path);
+
+void fsync_fd(int fd, const std::string& name);
+void fsync_dir(const std::filesystem::path& dir);
+
+// Crash-safe replacement of `path` with `data` (protocol above).
+void write_file_atomic(const std::filesystem::path& path, std::string_view data);
+
+// Writes through a temporary file; commit() makes it visible atomically, otherwise the destructor
+// removes the temporary. For large outputs written in pieces.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::filesystem::path path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* data, std::size_t n);
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  std::uint64_t size() const { return written_; }
+  int fd() const { return fd_.get(); }
+  void commit();
+
+ private:
+  std::filesystem::path path_, temp_;
+  UniqueFd fd_;
+  std::uint64_t written_ = 0;
+  bool committed_ = false;
+};
+
+// Free bytes for an unprivileged user on the file system holding `path`.
+std::uint64_t free_space(const std::filesystem::path& path);
+
+}  // namespace frugal

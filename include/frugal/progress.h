@@ -1,0 +1,37 @@
+// Progress on long work, on stderr: a redrawn bar on a terminal, a plain line every few seconds
+// otherwise (logs of notebook cells and CI). Thread-safe; silent when quiet() is set (--json).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace frugal {
+
+class Progress {
+ public:
+  enum class Unit { bytes, items };
+  Progress(std::string label, std::uint64_t total, Unit unit = Unit::bytes);
+  ~Progress();
+  void advance(std::uint64_t n);
+  void finish();
+  static void set_quiet(bool quiet);
+  static bool quiet();
+
+ private:
+  void draw(bool final);
+  std::string label_;
+  std::uint64_t total_;
+  Unit unit_;
+  std::atomic<std::uint64_t> done_{0};
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  bool tty_, finished_ = false;
+};
+
+// One line to stderr, unless quiet.
+void note(const std::string& line);
+
+}  // namespace frugal

@@ -1,0 +1,37 @@
+// The split manifest (docs/formats.md): {"format": "frugal-split", "version": 1, "name", "size",
+// "sha256", "parts": [{"file", "size", "sha256"}, ...]}, part files relative to the manifest.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+struct SplitPart {
+  std::string file;  // relative to the manifest's folder
+  std::uint64_t size = 0;
+  std::string sha256;
+};
+
+struct SplitManifest {
+  static constexpr int kVersion = 1;
+  std::string name;  // the original file's name
+  std::uint64_t size = 0;
+  std::string sha256;
+  std::vector<SplitPart> parts;
+  std::filesystem::path dir;  // folder the manifest was read from (not stored)
+
+  static SplitManifest load(const std::filesystem::path& manifest_path);  // throws Error(invalid)
+  std::string to_json() const;
+  void save(const std::filesystem::path& manifest_path) const;  // crash-safe write
+  std::filesystem::path part_path(std::size_t i) const { return dir / parts[i].file; }
+};
+
+bool is_manifest_path(const std::filesystem::path& path);  // "*.manifest.json"
+
+// Checks part i's size and SHA-256; returns an empty string when good, else the problem.
+std::string check_part(const SplitManifest& m, std::size_t i);
+
+}  // namespace frugal

@@ -1,0 +1,141 @@
+#include "frugal/fs.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+
+#include "frugal/error.h"
+
+namespace frugal {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd open_read(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno("open", path.string(), errno);
+  return UniqueFd(fd);
+}
+
+void pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset, const std::string& name) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", name, errno);
+    }
+    if (r == 0)
+      fail(ErrorKind::invalid, name, std::to_string(n) + " more bytes at offset " + std::to_string(offset),
+           "end of file", "the file is truncated; download or copy it again");
+    p += r;
+    n -= static_cast<std::size_t>(r);
+    offset += static_cast<std::uint64_t>(r);
+  }
+}
+
+void write_full(int fd, const void* buf, std::size_t n, const std::string& name) {
+  auto* p = static_cast<const char*>(buf);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("write", name, errno);
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  UniqueFd fd = open_read(path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", path.string(), errno);
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+  return out;
+}
+
+std::filesystem::path temp_path_for(const std::filesystem::path& path) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  static const char* const hex = "0123456789abcdef";
+  std::string suffix;
+  auto v = rng();
+  for (int i = 0; i < 12; ++i, v >>= 4) suffix += hex[v & 15];
+  return path.string() + std::string(kTempMarker) + suffix;
+}
+
+bool is_temp_path(const std::filesystem::path& path) {
+  return path.filename().string().find(kTempMarker) != std::string::npos;
+}
+
+void fsync_fd(int fd, const std::string& name) {
+  if (::fsync(fd) != 0) fail_errno("fsync", name, errno);
+}
+
+void fsync_dir(const std::filesystem::path& dir) {
+  auto d = dir.empty() ? std::filesystem::path(".") : dir;
+  int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_errno("open folder", d.string(), errno);
+  UniqueFd guard(fd);
+  if (::fsync(fd) != 0 && errno != EINVAL) fail_errno("fsync folder", d.string(), errno);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view data) {
+  AtomicFile f(path);
+  f.write(data);
+  f.commit();
+}
+
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)), temp_(temp_path_for(path_)) {
+  int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("create", temp_.string(), errno);
+  fd_ = UniqueFd(fd);
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) {
+    fd_ = UniqueFd();
+    ::unlink(temp_.c_str());
+  }
+}
+
+void AtomicFile::write(const void* data, std::size_t n) {
+  write_full(fd_.get(), data, n, temp_.string());
+  written_ += n;
+}
+
+void AtomicFile::commit() {
+  fsync_fd(fd_.get(), temp_.string());
+  if (::close(fd_.release()) != 0) fail_errno("close", temp_.string(), errno);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail_errno("rename", path_.string(), errno);
+  committed_ = true;
+  fsync_dir(path_.parent_path());
+}
+
+std::uint64_t free_space(const std::filesystem::path& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) fail_errno("statvfs", path.string(), errno);
+  return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+}  // namespace frugal

@@ -1,0 +1,69 @@
+#include "frugal/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "frugal/units.h"
+
+namespace frugal {
+namespace {
+std::atomic<bool> g_quiet{false};
+
+std::string amount(std::uint64_t n, Progress::Unit unit) {
+  return unit == Progress::Unit::bytes ? format_size(n) : std::to_string(n);
+}
+}  // namespace
+
+void Progress::set_quiet(bool quiet) { g_quiet = quiet; }
+bool Progress::quiet() { return g_quiet; }
+
+void note(const std::string& line) {
+  if (!g_quiet) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+Progress::Progress(std::string label, std::uint64_t total, Unit unit)
+    : label_(std::move(label)), total_(total), unit_(unit),
+      start_(std::chrono::steady_clock::now()), last_draw_(start_), tty_(::isatty(2) == 1) {}
+
+Progress::~Progress() {
+  if (!finished_ && tty_ && !g_quiet) std::fprintf(stderr, "\n");
+}
+
+void Progress::advance(std::uint64_t n) {
+  done_ += n;
+  auto now = std::chrono::steady_clock::now();
+  auto period = tty_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5000);
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || now - last_draw_ < period) return;
+  last_draw_ = now;
+  draw(false);
+}
+
+void Progress::finish() {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  finished_ = true;
+  if (tty_) draw(true);
+}
+
+void Progress::draw(bool final) {
+  if (g_quiet) return;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::uint64_t done = done_;
+  double rate = secs > 0 ? done / secs : 0;
+  std::string line = label_ + ": " + amount(done, unit_);
+  if (total_ > 0) {
+    int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_));
+    line += " / " + amount(total_, unit_) + " (" + std::to_string(pct) + "%)";
+    if (rate > 0 && done < total_)
+      line += ", ETA " + format_duration(std::chrono::seconds(
+                             static_cast<long long>((total_ - done) / rate)));
+  }
+  line += ", " + (unit_ == Unit::bytes ? format_size(static_cast<std::uint64_t>(rate)) + "/s"
+                                       : std::to_string(static_cast<long long>(rate)) + "/s");
+  if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
+  else std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+}  // namespace frugal

@@ -1,0 +1,84 @@
+// frugal: thin main over the command table in commands.cpp.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "frugal/error.h"
+#include "frugal/version.h"
+
+namespace {
+
+using frugal::cli::Command;
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "frugal %s: train image models well on small, fragile machines\n\n"
+               "usage: frugal COMMAND [ARGS] [OPTIONS]\n       frugal COMMAND --help\n\n"
+               "commands:\n",
+               frugal::kVersion);
+  for (const Command& c : frugal::cli::commands()) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nexit codes: 0 done, 1 failure, 2 usage error, 3 bad or unsafe input,\n"
+               "            4 budget would be exceeded, 75 stopped early but resumable\n");
+}
+
+// The torch-free executable hands torch commands to frugal-torch, found beside itself.
+int hand_to_torch_executable(char** argv) {
+#ifdef FRUGAL_TORCH_EXECUTABLE
+  (void)argv;
+  std::fprintf(stderr, "frugal: internal error: command missing from frugal-torch\n");
+  return 1;
+#else
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::filesystem::path dir = n > 0 ? std::filesystem::path(std::string(self, n)).parent_path()
+                                    : std::filesystem::path(".");
+  std::filesystem::path torch_exe = dir / "frugal-torch";
+  ::execv(torch_exe.c_str(), argv);
+  std::fprintf(stderr,
+               "frugal %s: this command needs LibTorch, in %s, which could not be started (%s); "
+               "build it with 'make build' or check the installation\n",
+               argv[1], torch_exe.c_str(), std::strerror(errno));
+  return 1;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::printf("frugal %s\n", frugal::kVersion);
+    return 0;
+  }
+  for (const Command& c : frugal::cli::commands()) {
+    if (name != c.name) continue;
+    if (!c.handler) return hand_to_torch_executable(argv);
+    try {
+      return c.handler(argc - 1, argv + 1);
+    } catch (const frugal::Error& e) {
+      std::fprintf(stderr, "frugal %s: %s\n", c.name, e.what());
+      return frugal::exit_code(e.kind());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "frugal: unknown command '%s'; run 'frugal --help' for the list\n", name.c_str());
+  return 2;
+}
