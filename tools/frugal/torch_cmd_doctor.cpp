@@ -1,0 +1,152 @@
+// frugal doctor: what this machine has, and whether this build of frugal can use its GPU.
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#define FRUGAL_HAVE_CUDART 1
+#endif
+
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/doctor.h"
+#include "frugal/progress.h"
+#include "frugal/units.h"
+#include "frugal/version.h"
+
+namespace frugal::cli {
+namespace {
+
+// The loaded libtorch_cuda.so, whose fatbinary lists the GPU architectures of this build.
+std::filesystem::path loaded_library(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash != std::string::npos && line.find(name, slash) != std::string::npos) return line.substr(slash);
+  }
+  return {};
+}
+
+DriverInfo driver_info() {
+  DriverInfo d;
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"((\d+\.\d+(\.\d+)?))"))) d.version = m[1];
+  }
+#ifdef FRUGAL_HAVE_CUDART
+  int v = 0;
+  if (!d.version.empty() && cudaDriverGetVersion(&v) == cudaSuccess) d.cuda_version = v;
+#endif
+  return d;
+}
+
+std::vector<GpuInfo> gpus() {
+  std::vector<GpuInfo> out;
+#ifdef FRUGAL_HAVE_CUDART
+  if (!torch::cuda::is_available()) return out;
+  int n = static_cast<int>(torch::cuda::device_count());
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    out.push_back({i, p.name, p.major, p.minor, static_cast<std::uint64_t>(p.totalGlobalMem)});
+  }
+#endif
+  return out;
+}
+
+std::string archs_string(const std::vector<int>& archs) {
+  std::string s;
+  for (int a : archs) s += (s.empty() ? "sm_" : " sm_") + std::to_string(a);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+int cmd_doctor(int argc, char** argv) {
+  CLI::App app{"Machine report: CPU, RAM, disk, GPUs, driver/CUDA/cuDNN/LibTorch versions, and whether "
+               "this build supports the GPU. Exits 0 even when it warns.", "doctor"};
+  bool json = false;
+  std::string workspace = ".";
+  app.add_flag("--json", json, "one JSON document on stdout");
+  app.add_option("--workspace", workspace, "folder whose disk and usage to report (default: .)");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+  SystemInfo sys = collect_system_info(workspace);
+  BuildInfo build;
+  build.torch_version = TORCH_VERSION;
+  const auto& hooks = at::detail::getCUDAHooks();
+  bool cuda_build = hooks.hasCUDA() || !loaded_library("libtorch_cuda.so").empty();
+  std::filesystem::path torch_cuda = loaded_library("libtorch_cuda.so");
+  if (!torch_cuda.empty()) build.archs = read_fatbin_archs(torch_cuda);
+  long cudart = 0, cudnn = 0;
+  try {
+    cudart = hooks.versionCUDART();
+    cudnn = hooks.hasCuDNN() ? hooks.versionCuDNN() : 0;
+  } catch (const std::exception&) {
+    // CPU-only LibTorch: no CUDA runtime to report.
+  }
+  build.cuda_version = static_cast<int>(cudart);
+  DriverInfo driver = driver_info();
+  std::vector<GpuInfo> gpu_list = gpus();
+  std::vector<std::string> warnings;
+  if (gpu_list.empty())
+    warnings.push_back(driver.version.empty()
+                           ? "no NVIDIA GPU or driver found: frugal will train on the CPU (slow for big models)"
+                           : "NVIDIA driver " + driver.version + " found but LibTorch sees no usable GPU");
+  for (const auto& g : gpu_list) {
+    auto v = judge_gpu(g, driver, build);
+    warnings.insert(warnings.end(), v.warnings.begin(), v.warnings.end());
+  }
+  if (sys.disk_free < (1ull << 30))
+    warnings.push_back("less than 1 GiB free on " + sys.workspace.string() + "; run 'frugal du' and 'frugal clean'");
+
+  if (json) {
+    nlohmann::json j;
+    j["frugal_version"] = kVersion;
+    j["cpu"] = {{"model", sys.cpu_model}, {"cores", sys.cpu_cores}};
+    j["ram"] = {{"total", sys.ram_total}, {"available", sys.ram_available}};
+    j["disk"] = {{"workspace", sys.workspace.string()}, {"total", sys.disk_total},
+                 {"free", sys.disk_free}, {"workspace_bytes", sys.workspace_bytes}};
+    j["libtorch"] = {{"version", build.torch_version}, {"cuda_build", cuda_build},
+                     {"cuda_runtime", cudart ? cuda_version_string(static_cast<int>(cudart)) : ""},
+                     {"cudnn", cudnn}, {"gpu_archs", build.archs.sass}, {"ptx_archs", build.archs.ptx}};
+    j["driver"] = {{"version", driver.version},
+                   {"cuda", driver.cuda_version ? cuda_version_string(driver.cuda_version) : ""}};
+    j["gpus"] = nlohmann::json::array();
+    for (const auto& g : gpu_list)
+      j["gpus"].push_back({{"index", g.index}, {"name", g.name},
+                           {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
+                           {"memory", g.total_memory}, {"usable", judge_gpu(g, driver, build).usable}});
+    j["warnings"] = warnings;
+    print_json(j);
+    return 0;
+  }
+  std::ostream& out = stdout_is_tty() ? std::cout : std::cerr;
+  out << "frugal " << kVersion << "\n"
+      << "CPU       " << sys.cpu_model << ", " << sys.cpu_cores << " cores\n"
+      << "RAM       " << format_size(sys.ram_total) << " (" << format_size(sys.ram_available) << " available)\n"
+      << "disk      " << format_size(sys.disk_free) << " free of " << format_size(sys.disk_total) << " at "
+      << sys.workspace.string() << "; workspace uses " << format_size(sys.workspace_bytes) << "\n"
+      << "LibTorch  " << build.torch_version
+      << (cudart ? ", CUDA " + cuda_version_string(static_cast<int>(cudart)) : std::string(", CPU only"))
+      << (cudnn ? ", cuDNN " + std::to_string(cudnn) : std::string()) << "\n"
+      << "GPU archs " << archs_string(build.archs.sass)
+      << (build.archs.ptx.empty() ? "" : " (PTX: " + archs_string(build.archs.ptx) + ")") << "\n"
+      << "driver    " << (driver.version.empty() ? "none" : driver.version) << "\n";
+  for (const auto& g : gpu_list)
+    out << "GPU " << g.index << "     " << g.name << ", compute capability " << g.major << "." << g.minor << ", "
+        << format_size(g.total_memory) << "\n";
+  for (const auto& w : warnings) out << "warning: " << w << "\n";
+  return 0;
+}
+
+}  // namespace frugal::cli
