@@ -1,0 +1,43 @@
+// IDX files (the MNIST family: images-idx3 + labels-idx1, big-endian, optionally gzipped) and
+// their conversion to PNG, for `frugal pack` from IDX.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+struct IdxImages {
+  std::uint32_t count = 0, rows = 0, cols = 0;
+  std::vector<std::uint8_t> pixels;  // (count, rows, cols) uint8
+};
+
+// The file's bytes, gunzipped when it starts with the gzip magic (all members).
+std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path);
+
+IdxImages read_idx_images(const std::filesystem::path& path);       // throws Error(invalid)
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path);
+
+struct IdxSet {
+  std::string name;  // "train", "t10k", ... (the file name before "-images")
+  std::filesystem::path images, labels;
+};
+
+bool looks_like_idx(const std::filesystem::path& path);  // "*idx3-ubyte*" / "*idx1-ubyte*"
+bool folder_has_idx(const std::filesystem::path& dir);
+
+// `src`: an images IDX file (its labels file is found beside it by name), or a folder holding
+// IDX files, of which `wanted` ("train", "t10k") picks one set; empty: the only one there.
+IdxSet find_idx_set(const std::filesystem::path& src, const std::string& wanted);
+
+// Canonical folder names for the labels 0..classes-1: Fashion-MNIST's names ("0_T-shirt_top", ...)
+// when `images` names Fashion-MNIST and there are 10 classes, else the numbers, zero-padded so
+// that sorted order keeps label order.
+std::vector<std::string> default_class_names(const std::filesystem::path& images, std::size_t classes);
+
+// One 8-bit grayscale image as PNG (libspng).
+std::vector<std::uint8_t> encode_png_gray(const std::uint8_t* pixels, std::uint32_t width, std::uint32_t height);
+
+}  // namespace frugal

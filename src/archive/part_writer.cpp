@@ -1,0 +1,132 @@
+#include "archive/part_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "frugal/error.h"
+
+namespace frugal {
+namespace {
+// Large enough that the per-call costs of read/write/hash vanish; two of them alternate between
+// the whole-stream hash thread and the part writer.
+constexpr std::size_t kBufferSize = 8u << 20;
+
+int digits_for(std::size_t count) {
+  int d = 1;
+  for (std::size_t v = count > 0 ? count - 1 : 0; v >= 10; v /= 10) ++d;
+  return d;
+}
+}  // namespace
+
+std::string PartWriter::part_name(const std::string& name, std::size_t index, int digits) {
+  std::string num = std::to_string(index);
+  if (static_cast<int>(num.size()) < digits) num.insert(0, static_cast<std::size_t>(digits) - num.size(), '0');
+  return name + ".part" + num;
+}
+
+PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits, bool sync)
+    : dir_(std::move(dir)), name_(std::move(name)), part_size_(part_size), digits_(digits), sync_(sync) {
+  if (part_size_ == 0) fail(ErrorKind::usage, name_, "a part size above 0", "0", "give --size like 1000M");
+  buf_[0].resize(kBufferSize);
+  buf_[1].resize(kBufferSize);
+  manifest_.name = name_;
+  manifest_.dir = dir_;
+}
+
+PartWriter::~PartWriter() {
+  if (finished_) return;
+  whole_.wait();  // the worker may still read a buffer we are about to free
+  if (fd_) {
+    fd_ = UniqueFd();
+    ::unlink(temp_.c_str());
+  }
+  for (const auto& p : manifest_.parts) ::unlink((dir_ / p.file).c_str());
+}
+
+std::span<char> PartWriter::space() {
+  if (fill_ == kBufferSize) flush();
+  return {buf_[cur_].data() + fill_, kBufferSize - fill_};
+}
+
+void PartWriter::commit(std::size_t n) {
+  fill_ += n;
+  total_ += n;
+}
+
+void PartWriter::write(const void* data, std::size_t n) {
+  auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    auto s = space();
+    std::size_t k = std::min(n, s.size());
+    std::memcpy(s.data(), p, k);
+    commit(k);
+    p += k;
+    n -= k;
+  }
+}
+
+void PartWriter::flush() {
+  if (fill_ == 0) return;
+  whole_.submit(buf_[cur_].data(), fill_);
+  write_to_parts(buf_[cur_].data(), fill_);
+  cur_ ^= 1;
+  fill_ = 0;
+}
+
+void PartWriter::write_to_parts(const char* p, std::size_t n) {
+  while (n > 0) {
+    if (!fd_) open_part();
+    std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, part_size_ - part_written_));
+    part_sha_->update(p, k);
+    write_full(fd_.get(), p, k, temp_.string());
+    part_written_ += k;
+    p += k;
+    n -= k;
+    if (part_written_ == part_size_) close_part();
+  }
+}
+
+void PartWriter::open_part() {
+  const auto final_path = dir_ / part_name(name_, manifest_.parts.size(), digits_);
+  temp_ = temp_path_for(final_path);
+  int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail_errno("create", temp_.string(), errno);
+  fd_ = UniqueFd(fd);
+  part_sha_ = std::make_unique<Sha256>();
+  part_written_ = 0;
+}
+
+void PartWriter::close_part() {
+  const std::string file = part_name(name_, manifest_.parts.size(), digits_);
+  if (sync_) fsync_fd(fd_.get(), temp_.string());
+  if (::close(fd_.release()) != 0) fail_errno("close", temp_.string(), errno);
+  if (::rename(temp_.c_str(), (dir_ / file).c_str()) != 0) fail_errno("rename", (dir_ / file).string(), errno);
+  manifest_.parts.push_back({file, part_written_, part_sha_->hex_digest()});
+}
+
+SplitManifest PartWriter::finish(const std::filesystem::path& manifest_path) {
+  flush();
+  if (fd_ || manifest_.parts.empty()) {  // an empty stream still gets its one (empty) part
+    if (!fd_) open_part();
+    close_part();
+  }
+  manifest_.size = total_;
+  manifest_.sha256 = whole_.hex_digest();
+  int need = digits_for(manifest_.parts.size());
+  if (need > digits_) {
+    for (std::size_t i = 0; i < manifest_.parts.size(); ++i) {
+      std::string wider = part_name(name_, i, need);
+      std::filesystem::rename(dir_ / manifest_.parts[i].file, dir_ / wider);
+      manifest_.parts[i].file = wider;
+    }
+  }
+  if (sync_) fsync_dir(dir_);
+  manifest_.save(manifest_path);
+  finished_ = true;
+  return manifest_;
+}
+
+}  // namespace frugal

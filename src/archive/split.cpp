@@ -1,0 +1,81 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
+
+#include "archive/manifest.h"
+#include "archive/part_writer.h"
+#include "frugal/error.h"
+#include "frugal/progress.h"
+#include "frugal/split.h"
+
+namespace frugal {
+namespace {
+int digits_for_parts(std::uint64_t parts) {
+  int d = 1;
+  for (std::uint64_t v = parts > 0 ? parts - 1 : 0; v >= 10; v /= 10) ++d;
+  return std::max(d, 4);
+}
+
+// Forgets an earlier split of the same name first, so that no manifest ever lists parts of two
+// different runs; returns the part names it listed, to remove the ones the new set does not reuse.
+std::set<std::string> retire_old_manifest(const std::filesystem::path& manifest_path) {
+  std::set<std::string> old;
+  if (!std::filesystem::exists(manifest_path)) return old;
+  try {
+    for (const auto& p : SplitManifest::load(manifest_path).parts) old.insert(p.file);
+  } catch (const Error&) {
+    // An unreadable old manifest names no parts we could safely remove; it is replaced below.
+  }
+  std::filesystem::remove(manifest_path);
+  return old;
+}
+}  // namespace
+
+SplitResult split_file(const std::filesystem::path& file, const SplitOptions& options) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) fail_errno("open", file.string(), errno);
+  if (!S_ISREG(st.st_mode))
+    fail(ErrorKind::usage, file.string(), "a regular file", "a folder or special file", "give the file to split");
+  if (options.part_size == 0)
+    fail(ErrorKind::usage, file.string(), "--size above 0", "0", "give a size like 1000M");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const std::filesystem::path dir = options.out_dir.empty() ? file.parent_path() : options.out_dir;
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  const std::string name = file.filename().string();
+  const auto manifest_path = (dir.empty() ? std::filesystem::path(".") : dir) / (name + ".manifest.json");
+  auto old_parts = retire_old_manifest(manifest_path);
+
+  UniqueFd fd = open_read(file);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  const std::uint64_t parts = size == 0 ? 1 : (size + options.part_size - 1) / options.part_size;
+  PartWriter writer(manifest_path.parent_path(), name, options.part_size, digits_for_parts(parts), options.sync);
+  Progress progress("split " + name, size);
+  for (;;) {
+    auto space = writer.space();
+    ssize_t r = ::read(fd.get(), space.data(), space.size());
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", file.string(), errno);
+    }
+    if (r == 0) break;
+    writer.commit(static_cast<std::size_t>(r));
+    progress.advance(static_cast<std::uint64_t>(r));
+  }
+  if (writer.offset() != size)
+    fail(ErrorKind::io, file.string(), std::to_string(size) + " bytes", std::to_string(writer.offset()) + " bytes",
+         "the file changed while it was being split; split it again once nothing writes to it");
+  SplitManifest m = writer.finish(manifest_path);
+  progress.finish();
+
+  for (const auto& p : m.parts) old_parts.erase(p.file);
+  for (const auto& f : old_parts) std::filesystem::remove(m.dir / f);
+
+  SplitResult result{manifest_path, m.name, m.size, m.sha256, {}};
+  for (const auto& p : m.parts) result.parts.push_back({p.file, p.size, p.sha256});
+  return result;
+}
+
+}  // namespace frugal

@@ -1,0 +1,176 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "archive/idx.h"
+#include "archive/manifest.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/hash.h"
+#include "frugal/pack.h"
+#include "frugal/split.h"
+
+namespace fs = std::filesystem;
+using namespace frugal;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("pack_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << s;
+}
+
+std::string python() {
+  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv" / "bin" / "python";
+  return fs::exists(venv) ? venv.string() : "python3";
+}
+
+// Runs a Python snippet with the zip as sys.argv[1]; 0 when it exits 0.
+int py(const std::string& code, const fs::path& zip) {
+  fs::path script = zip.string() + ".check.py";
+  write(script, "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\n" + code);
+  return std::system((python() + " " + script.string() + " " + zip.string()).c_str());
+}
+
+void make_folder_dataset(const fs::path& src) {
+  std::uint8_t px[4] = {1, 2, 3, 4};
+  auto png = encode_png_gray(px, 2, 2);
+  write(src / "cat" / "b.png", std::string(png.begin(), png.end()));
+  write(src / "cat" / "a.txt", std::string(4000, 'x'));
+  write(src / "dog" / "c.jpg", "\xff\xd8\xff\xe0" + std::string(100, 'j'));
+  write(src / "dog" / "sub" / "d.bmp", "BM" + std::string(3000, '\0'));
+}
+}  // namespace
+
+TEST(Pack, FolderStoresImagesDeflatesTheRestInSortedOrder) {
+  auto dir = fresh_dir("folder");
+  make_folder_dataset(dir / "src");
+  PackOptions o;
+  o.output = dir / "out.zip";
+  PackResult r = pack(dir / "src", o);
+  EXPECT_EQ(r.entries, 4u);
+  EXPECT_EQ(r.stored, 2u);
+  EXPECT_EQ(r.deflated, 2u);
+  EXPECT_EQ(r.classes, (std::vector<std::pair<std::string, std::size_t>>{{"cat", 2}, {"dog", 2}}));
+  EXPECT_EQ(py("names = [i.filename for i in z.infolist()]\n"
+               "assert names == ['cat/a.txt', 'cat/b.png', 'dog/c.jpg', 'dog/sub/d.bmp'], names\n"
+               "assert [i.compress_type for i in z.infolist()] == [8, 0, 0, 8]\n"
+               "assert z.read('cat/a.txt') == b'x' * 4000\n",
+               o.output),
+            0);
+  EXPECT_EQ(std::system(("unzip -tq " + o.output.string() + " >/dev/null").c_str()), 0);
+}
+
+TEST(Pack, SameFolderGivesTheSameZip) {
+  auto dir = fresh_dir("determinism");
+  make_folder_dataset(dir / "src");
+  PackOptions o;
+  o.output = dir / "1.zip";
+  pack(dir / "src", o);
+  fs::last_write_time(dir / "src" / "cat" / "a.txt", fs::file_time_type::clock::now() - std::chrono::hours(30));
+  o.output = dir / "2.zip";
+  o.threads = 1;
+  pack(dir / "src", o);
+  EXPECT_EQ(sha256_hex(read_file(dir / "1.zip")), sha256_hex(read_file(dir / "2.zip")));
+}
+
+TEST(Pack, RootPrefixesEveryName) {
+  auto dir = fresh_dir("root");
+  make_folder_dataset(dir / "src");
+  PackOptions o;
+  o.output = dir / "out.zip";
+  o.root = "pets";
+  pack(dir / "src", o);
+  EXPECT_EQ(py("assert all(n.startswith('pets/') for n in z.namelist())\n", o.output), 0);
+}
+
+TEST(Pack, SplitWritesOnlyPartsAndAManifestOfTheSameZip) {
+  auto dir = fresh_dir("split");
+  make_folder_dataset(dir / "src");
+  PackOptions o;
+  o.output = dir / "whole.zip";
+  pack(dir / "src", o);
+  o.output = dir / "set" / "data.zip";
+  fs::create_directories(dir / "set");
+  o.split_size = 200;
+  PackResult r = pack(dir / "src", o);
+  EXPECT_FALSE(fs::exists(dir / "set" / "data.zip"));
+  EXPECT_EQ(r.output, dir / "set" / "data.zip.manifest.json");
+  EXPECT_GE(r.parts, 3u);
+  SplitManifest m = SplitManifest::load(r.output);
+  for (std::size_t i = 0; i < m.parts.size(); ++i) EXPECT_EQ(check_part(m, i), "") << i;
+  EXPECT_EQ(m.sha256, sha256_hex(read_file(dir / "whole.zip")));
+  JoinOptions j;
+  j.output = dir / "joined.zip";
+  join_parts(r.output, j);
+  EXPECT_EQ(std::system(("unzip -tq " + j.output.string() + " >/dev/null").c_str()), 0);
+}
+
+TEST(Pack, IdxBecomesPngsInClassFolders) {
+  auto dir = fresh_dir("idx");
+  auto be32 = [](std::uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+  std::string img = be32(0x803) + be32(5) + be32(2) + be32(3);
+  for (int i = 0; i < 5; ++i)
+    for (int p = 0; p < 6; ++p) img += char(40 * i + p);
+  write(dir / "idx" / "train-images-idx3-ubyte", img);
+  write(dir / "idx" / "train-labels-idx1-ubyte", be32(0x801) + be32(5) + std::string("\x01\x00\x02\x01\x01", 5));
+  PackOptions o;
+  o.output = dir / "out.zip";
+  o.class_names = {"zero", "one", "two"};
+  PackResult r = pack(dir / "idx", o);
+  EXPECT_EQ(r.source, "idx");
+  EXPECT_EQ(r.entries, 5u);
+  EXPECT_EQ(r.stored, 5u);
+  EXPECT_EQ(r.classes, (std::vector<std::pair<std::string, std::size_t>>{{"zero", 1}, {"one", 3}, {"two", 1}}));
+  // Pixels checked through Pillow, an independent PNG decoder.
+  EXPECT_EQ(py("import io\nfrom PIL import Image\n"
+               "names = z.namelist()\n"
+               "assert names == ['one/train_00000.png', 'one/train_00003.png', 'one/train_00004.png',"
+               " 'two/train_00002.png', 'zero/train_00001.png'], names\n"
+               "im = Image.open(io.BytesIO(z.read('one/train_00003.png')))\n"
+               "assert im.size == (3, 2) and im.mode == 'L', (im.size, im.mode)\n"
+               "assert list(im.tobytes()) == [120, 121, 122, 123, 124, 125], list(im.tobytes())\n",
+               o.output),
+            0);
+}
+
+TEST(Pack, TooFewClassNamesIsAUsageError) {
+  auto dir = fresh_dir("names");
+  auto be32 = [](std::uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+  write(dir / "a-images-idx3-ubyte", be32(0x803) + be32(1) + be32(1) + be32(1) + "x");
+  write(dir / "a-labels-idx1-ubyte", be32(0x801) + be32(1) + "\x03");
+  PackOptions o;
+  o.output = dir / "out.zip";
+  o.class_names = {"a", "b"};
+  try {
+    pack(dir / "a-images-idx3-ubyte", o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+  }
+  EXPECT_FALSE(fs::exists(o.output));
+}
+
+TEST(Pack, RootThatWouldEscapeTheTargetIsRefused) {
+  auto dir = fresh_dir("bad_root");
+  make_folder_dataset(dir / "src");
+  for (std::string root : {"../up", "/abs", "a/../../b"}) {
+    PackOptions o;
+    o.output = dir / "out.zip";
+    o.root = root;
+    try {
+      pack(dir / "src", o);
+      ADD_FAILURE() << root;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage) << root;
+    }
+    EXPECT_FALSE(fs::exists(o.output)) << root;
+  }
+}

@@ -1,0 +1,154 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "archive/manifest.h"
+#include "archive/part_writer.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/hash.h"
+#include "frugal/split.h"
+
+namespace fs = std::filesystem;
+using namespace frugal;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("split_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+void write(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
+
+SplitOptions opts(std::uint64_t size, fs::path out = {}) {
+  SplitOptions o;
+  o.part_size = size;
+  o.out_dir = std::move(out);
+  o.sync = false;
+  return o;
+}
+}  // namespace
+
+TEST(Split, PartsHoldConsecutiveSlicesWithTheirSums) {
+  auto dir = fresh_dir("slices");
+  std::string data = random_bytes(25000, 1);
+  write(dir / "data.bin", data);
+  SplitResult r = split_file(dir / "data.bin", opts(10000, dir / "out"));
+  ASSERT_EQ(r.parts.size(), 3u);
+  EXPECT_EQ(r.manifest, dir / "out" / "data.bin.manifest.json");
+  EXPECT_EQ(r.sha256, sha256_hex(data));
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::string slice = data.substr(i * 10000, 10000);
+    EXPECT_EQ(r.parts[i].file, "data.bin.part000" + std::to_string(i));
+    EXPECT_EQ(r.parts[i].size, slice.size());
+    EXPECT_EQ(r.parts[i].sha256, sha256_hex(slice));
+    EXPECT_EQ(read_file(dir / "out" / r.parts[i].file), slice);
+  }
+  SplitManifest m = SplitManifest::load(r.manifest);
+  EXPECT_EQ(m.size, data.size());
+  EXPECT_EQ(m.sha256, r.sha256);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(check_part(m, i), "");
+}
+
+TEST(Split, PartsGoBesideTheFileByDefault) {
+  auto dir = fresh_dir("beside");
+  write(dir / "f", random_bytes(100, 2));
+  SplitResult r = split_file(dir / "f", opts(1000));
+  EXPECT_EQ(r.manifest, dir / "f.manifest.json");
+  EXPECT_TRUE(fs::exists(dir / "f.part0000"));
+  EXPECT_FALSE(fs::exists(dir / "f.part0001"));
+}
+
+TEST(Split, EmptyFileGetsOneEmptyPart) {
+  auto dir = fresh_dir("empty");
+  write(dir / "e", "");
+  SplitResult r = split_file(dir / "e", opts(1000));
+  ASSERT_EQ(r.parts.size(), 1u);
+  EXPECT_EQ(r.parts[0].size, 0u);
+  EXPECT_EQ(r.sha256, sha256_hex(""));
+}
+
+// Split asks for 4 digits and more when the count needs them; 10,001 real parts would make a slow
+// test, so the writer is given 1 digit and 12 parts to show the widening.
+TEST(Split, MorePartsThanTheDigitsAllowGetWiderNumbers) {
+  auto dir = fresh_dir("digits");
+  PartWriter w(dir, "f", 1, 1, false);
+  w.write("abcdefghijkl", 12);
+  SplitManifest m = w.finish(dir / "f.manifest.json");
+  ASSERT_EQ(m.parts.size(), 12u);
+  EXPECT_EQ(m.parts.front().file, "f.part00");
+  EXPECT_EQ(m.parts.back().file, "f.part11");
+  EXPECT_EQ(read_file(dir / "f.part11"), "l");
+  EXPECT_FALSE(fs::exists(dir / "f.part0"));
+  EXPECT_EQ(PartWriter::part_name("f", 12345, 4), "f.part12345");
+}
+
+TEST(Split, SplittingAgainRemovesPartsTheNewSetDoesNotUse) {
+  auto dir = fresh_dir("again");
+  write(dir / "f", random_bytes(3000, 4));
+  split_file(dir / "f", opts(1000));
+  ASSERT_TRUE(fs::exists(dir / "f.part0002"));
+  split_file(dir / "f", opts(2000));
+  EXPECT_TRUE(fs::exists(dir / "f.part0001"));
+  EXPECT_FALSE(fs::exists(dir / "f.part0002"));
+}
+
+TEST(Split, NoTemporaryFilesRemain) {
+  auto dir = fresh_dir("temps");
+  write(dir / "f", random_bytes(5000, 5));
+  split_file(dir / "f", opts(1000));
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_FALSE(is_temp_path(e.path())) << e.path();
+}
+
+TEST(Split, ZeroSizeIsAUsageError) {
+  auto dir = fresh_dir("zero");
+  write(dir / "f", "abc");
+  try {
+    split_file(dir / "f", opts(0));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+  }
+}
+
+// 20 MiB in 7 MiB parts: parts straddle the writer's 8 MiB buffers, and the whole-file digest,
+// computed on its own thread, must equal the plain one-pass digest.
+TEST(Split, PartsAndDigestsHoldAcrossBufferBoundaries) {
+  auto dir = fresh_dir("buffers");
+  std::string data = random_bytes(20u << 20, 6);
+  write(dir / "big", data);
+  SplitResult r = split_file(dir / "big", opts(7u << 20));
+  ASSERT_EQ(r.parts.size(), 3u);
+  EXPECT_EQ(r.sha256, sha256_hex(data));
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(r.parts[i].sha256, sha256_hex(std::string_view(data).substr(i * (7u << 20), 7u << 20))) << i;
+
+  JoinOptions j;
+  j.output = dir / "joined";
+  JoinResult jr = join_parts(r.manifest, j);
+  EXPECT_EQ(jr.sha256, r.sha256);
+  EXPECT_TRUE(read_file(dir / "joined") == data);
+}
+
+TEST(Split, UnfinishedPartWriterLeavesNothingBehind) {
+  auto dir = fresh_dir("unfinished");
+  {
+    PartWriter w(dir, "x.zip", 1u << 20, 4, false);
+    std::string data = random_bytes(1000, 8);
+    w.write(data.data(), data.size());
+    // space() flushes only when its buffer is full; force the parts out as a long pack would.
+    std::string more = random_bytes((8u << 20) + 10, 9);  // 9 parts closed and renamed
+    w.write(more.data(), more.size());
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}

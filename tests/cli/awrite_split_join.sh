@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# frugal split / join: parts and manifest as CLI.md says, sha256sum of a join equals the original,
+# damaged parts exit 3 naming the part, interrupted joins continue, --delete-parts consumes parts.
+set -u
+command -v sha256sum >/dev/null || { echo "skip: sha256sum missing"; exit 77; }
+PY=${FRUGAL_PYTHON:-python3}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails+1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+
+head -c 3500000 /dev/urandom > "$T/data.bin"
+ORIG=$(sum "$T/data.bin")
+
+frugal split "$T/data.bin" --size 1M -o "$T/p" --json > "$T/split.json" 2>"$T/err"
+check "split exits 0" '[ $? -eq 0 ]'
+check "split writes 4 parts and a manifest" \
+  '[ "$(ls "$T/p" | tr "\n" " ")" == "data.bin.manifest.json data.bin.part0000 data.bin.part0001 data.bin.part0002 data.bin.part0003 " ]'
+check "parts are at most 1M" '[ "$(stat -c %s "$T/p/data.bin.part0000")" -eq 1048576 ] && [ "$(stat -c %s "$T/p/data.bin.part0003")" -eq $((3500000 - 3*1048576)) ]'
+check "manifest holds the whole SHA-256" \
+  '[ "$("$PY" -c "import json,sys; m=json.load(open(sys.argv[1])); print(m[\"format\"], m[\"version\"], m[\"sha256\"])" "$T/p/data.bin.manifest.json")" == "frugal-split 1 $ORIG" ]'
+check "manifest part sums match sha256sum" \
+  '[ "$("$PY" -c "import json,sys; m=json.load(open(sys.argv[1])); print(m[\"parts\"][2][\"sha256\"])" "$T/p/data.bin.manifest.json")" == "$(sum "$T/p/data.bin.part0002")" ]'
+check "split --json reports the parts" \
+  '[ "$("$PY" -c "import json,sys; print(len(json.load(sys.stdin)[\"parts\"]))" < "$T/split.json")" == 4 ]'
+frugal split "$T/data.bin" --size 1X >/dev/null 2>&1
+check "bad --size is a usage error (2)" '[ $? -eq 2 ]'
+
+frugal join "$T/p/data.bin.manifest.json" -o "$T/joined" 2>"$T/err"
+check "join exits 0" '[ $? -eq 0 ]'
+check "sha256sum of the join equals the original" '[ "$(sum "$T/joined")" == "$ORIG" ]'
+check "join keeps the parts" '[ -f "$T/p/data.bin.part0000" ]'
+frugal join "$T/p/data.bin.manifest.json" -o "$T/joined" >/dev/null 2>&1
+check "join refuses to overwrite (2)" '[ $? -eq 2 ]'
+
+# A crash in the middle of part 2: the partial output holds part 0, 1 and half of 2.
+head -c 2500000 "$T/data.bin" > "$T/resumed.frugal-join"
+frugal join "$T/p/data.bin.manifest.json" -o "$T/resumed" --json > "$T/join.json" 2>/dev/null
+check "interrupted join continues after the 2 whole parts" \
+  '[ "$("$PY" -c "import json,sys; print(json.load(sys.stdin)[\"parts_resumed\"])" < "$T/join.json")" == 2 ]'
+check "continued join equals the original" '[ "$(sum "$T/resumed")" == "$ORIG" ] && [ ! -e "$T/resumed.frugal-join" ]'
+
+# Damaged part: exit 3 naming the part, expected and found sums.
+cp -r "$T/p" "$T/bad"
+printf 'X' | dd of="$T/bad/data.bin.part0002" bs=1 seek=100 conv=notrunc status=none
+frugal join "$T/bad/data.bin.manifest.json" -o "$T/badjoin" 2>"$T/err"
+check "damaged part exits 3" '[ $? -eq 3 ]'
+check "message names the part and both sums" \
+  'grep -q "data.bin.part0002" "$T/err" && grep -q "$(sum "$T/p/data.bin.part0002")" "$T/err" && grep -q "$(sum "$T/bad/data.bin.part0002")" "$T/err"'
+check "no output after a bad part" '[ ! -e "$T/badjoin" ]'
+cp "$T/p/data.bin.part0002" "$T/bad/"
+frugal join "$T/bad/data.bin.manifest.json" -o "$T/badjoin" 2>/dev/null
+check "after restoring the part the join continues to the original" '[ "$(sum "$T/badjoin")" == "$ORIG" ]'
+
+# Tampered manifest (a part sum changed): exit 3.
+sed -i "s/$(sum "$T/p/data.bin.part0001")/$(printf '0%.0s' $(seq 64))/" "$T/bad/data.bin.manifest.json"
+frugal join "$T/bad/data.bin.manifest.json" -o "$T/tampered" 2>/dev/null
+check "tampered manifest exits 3" '[ $? -eq 3 ]'
+
+# --delete-parts consumes the parts.
+cp -r "$T/p" "$T/d"
+frugal join "$T/d/data.bin.manifest.json" --delete-parts 2>/dev/null
+check "join --delete-parts writes the original beside the manifest" '[ "$(sum "$T/d/data.bin")" == "$ORIG" ]'
+check "join --delete-parts removed every part" '[ -z "$(ls "$T/d" | grep part)" ]'
+
+# A real join killed midway (SIGKILL, as a crash) and run again.
+head -c 60000000 /dev/urandom > "$T/big.bin"
+BIG=$(sum "$T/big.bin")
+frugal split "$T/big.bin" --size 5M -o "$T/bp" --no-sync 2>/dev/null
+rm "$T/big.bin"
+frugal join "$T/bp/big.bin.manifest.json" --delete-parts --no-sync 2>/dev/null &
+pid=$!
+sleep 0.15
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+frugal join "$T/bp/big.bin.manifest.json" --delete-parts --json 2>/dev/null > "$T/kill.json"
+check "join rerun after SIGKILL equals the original" '[ "$(sum "$T/bp/big.bin")" == "$BIG" ]'
+echo "     (parts resumed after the kill: $("$PY" -c "import json,sys; print(json.load(sys.stdin)['parts_resumed'])" < "$T/kill.json" 2>/dev/null))"
+
+[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,45 @@
+// frugal join MANIFEST [-o OUT] [--delete-parts] [--json] [--no-sync]
+#include <chrono>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/progress.h"
+#include "frugal/split.h"
+#include "frugal/units.h"
+
+namespace frugal::cli {
+
+int cmd_join(int argc, char** argv) {
+  CLI::App app("Rebuild a file from the parts listed in MANIFEST, verifying each part's size and "
+               "SHA-256 and the whole file's SHA-256. An interrupted join continues where it stopped "
+               "when run again.", "join");
+  std::string manifest, out;
+  bool json = false, delete_parts = false, no_sync = false;
+  app.add_option("MANIFEST", manifest, "the FILE.manifest.json written by 'frugal split'")->required();
+  app.add_option("-o,--output", out, "output file (default: the original name, beside the manifest)");
+  app.add_flag("--delete-parts", delete_parts,
+               "remove each part once it is safely in the output, so the peak disk use stays near one copy");
+  app.add_flag("--json", json, "print a JSON report on stdout");
+  app.add_flag("--no-sync", no_sync, "for benchmarks only: skip fsync (a crash may lose data)");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(json);
+
+  JoinOptions options;
+  options.output = out;
+  options.delete_parts = delete_parts;
+  options.sync = !no_sync;
+  auto start = std::chrono::steady_clock::now();
+  JoinResult r = join_parts(manifest, options);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (json) {
+    print_json({{"output", r.output.string()}, {"size", r.size}, {"sha256", r.sha256}, {"parts", r.parts},
+                {"parts_resumed", r.parts_resumed}, {"parts_deleted", r.parts_deleted}, {"seconds", seconds}});
+  } else {
+    note("joined " + std::to_string(r.parts) + " part(s) into " + r.output.string() + " (" + format_size(r.size) +
+         ", SHA-256 verified)");
+  }
+  return 0;
+}
+
+}  // namespace frugal::cli

@@ -1,0 +1,59 @@
+// frugal pack SRC -o OUT.zip [--split SIZE] [--root NAME] [--idx-set SET] [--class-names a,b,...]
+#include <chrono>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/pack.h"
+#include "frugal/progress.h"
+#include "frugal/units.h"
+
+namespace frugal::cli {
+
+int cmd_pack(int argc, char** argv) {
+  CLI::App app("Build a dataset zip from a folder of class sub-folders, or from IDX image + label files "
+               "(e.g. train-images-idx3-ubyte.gz, written as PNGs in one folder per class). Files are "
+               "sorted and timestamps fixed, so the same input gives the same zip.", "pack");
+  std::string src, out, split_text, root, idx_set, class_names;
+  bool json = false;
+  app.add_option("SRC", src, "a folder of class sub-folders, an IDX images file, or a folder of IDX files")
+      ->required();
+  app.add_option("-o,--output", out, "the zip to write (with --split: the name of the split set)")->required();
+  app.add_option("--split", split_text,
+                 "write only parts of at most SIZE (OUT.zip.part0000, ...) and OUT.zip.manifest.json");
+  app.add_option("--root", root, "a folder name every entry starts with");
+  app.add_option("--idx-set", idx_set, "IDX: which set of a folder to pack (train, t10k, ...)");
+  app.add_option("--class-names", class_names, "IDX: comma-separated folder names for labels 0, 1, ...");
+  app.add_flag("--json", json, "print a JSON report on stdout");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(json);
+
+  PackOptions options;
+  options.output = out;
+  if (!split_text.empty()) options.split_size = parse_size(split_text);
+  options.root = root;
+  options.idx_set = idx_set;
+  for (std::size_t pos = 0; !class_names.empty() && pos <= class_names.size();) {
+    std::size_t comma = class_names.find(',', pos);
+    if (comma == std::string::npos) comma = class_names.size();
+    options.class_names.push_back(class_names.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  auto start = std::chrono::steady_clock::now();
+  PackResult r = pack(src, options);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (json) {
+    nlohmann::json classes = nlohmann::json::object();
+    for (const auto& [name, n] : r.classes) classes[name] = n;
+    print_json({{"output", r.output.string()}, {"source", r.source}, {"entries", r.entries}, {"stored", r.stored},
+                {"deflated", r.deflated}, {"bytes", r.bytes}, {"zip64", r.zip64}, {"parts", r.parts},
+                {"classes", classes}, {"seconds", seconds}});
+  } else {
+    note("packed " + std::to_string(r.entries) + " entries (" + std::to_string(r.stored) + " stored, " +
+         std::to_string(r.deflated) + " deflated) into " + r.output.string() + " (" + format_size(r.bytes) +
+         (r.parts ? ", " + std::to_string(r.parts) + " part(s)" : "") + ")");
+  }
+  return 0;
+}
+
+}  // namespace frugal::cli
