@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,7 +39,13 @@ struct ZipEntry {
   bool is_dir = false;
   bool is_symlink = false;
   bool encrypted = false;
+  bool duplicate_name = false;  // an earlier entry has the same name (find() returns the first)
 };
+
+// Why entry e must not be extracted, or "" when it may be: an unsafe name (empty, "..", absolute,
+// backslash, drive letter, NUL byte), a symlink, a duplicate name, encryption, or a method other
+// than stored/deflate. Listing and verifying still show such entries; extraction refuses them.
+std::string entry_problem(const ZipEntry& e);
 
 std::string method_name(std::uint16_t method);  // "stored", "deflate", "bzip2", ... or "method-N"
 
@@ -51,6 +58,8 @@ class ByteSource {
   virtual void read_at(std::uint64_t offset, void* buf, std::size_t n) const = 0;
   // The files it reads, in order (one for a plain file).
   virtual std::vector<std::filesystem::path> files() const = 0;
+  // Size of each file in files(), in order; a `zip -s` set counts offsets per part ("disk").
+  virtual std::vector<std::uint64_t> part_sizes() const { return {size()}; }
   // A zero-copy view of [offset, offset+n) when it lies in one memory-mapped piece, else empty.
   virtual std::optional<std::span<const std::uint8_t>> view(std::uint64_t offset, std::size_t n) const {
     (void)offset; (void)n;
@@ -61,10 +70,15 @@ class ByteSource {
 // Opens FILE, a manifest or a first part, detecting split sets as described above.
 std::unique_ptr<ByteSource> open_byte_source(const std::filesystem::path& path);
 
+// Bytes held in memory, named `name` in messages (tests and the fuzz target).
+std::unique_ptr<ByteSource> memory_byte_source(std::string data, std::string name = "<memory>");
+
 class Archive {
  public:
   // Throws Error(invalid) for a corrupt or unsafe archive, naming the file and what was wrong.
   static std::unique_ptr<Archive> open(const std::filesystem::path& path, const ArchiveOptions& options = {});
+  static std::unique_ptr<Archive> open(std::unique_ptr<ByteSource> source, std::string display_name,
+                                       const ArchiveOptions& options = {});
   virtual ~Archive() = default;
 
   virtual const std::vector<ZipEntry>& entries() const = 0;
@@ -80,8 +94,67 @@ class Archive {
     read(i, out);
     return out;
   }
+  // Reads entry i in pieces, in order, for entries too large to hold: stored entries arrive in
+  // chunks of at most 4 MiB, deflated ones in one piece. Checks size and CRC-32 after the last
+  // piece and throws as read() does, so a consumer must not trust the bytes until it returns.
+  virtual void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const {
+    std::vector<std::uint8_t> out;
+    read(i, out);
+    sink(out);
+  }
   // For a stored entry lying in one mapped piece: its bytes without a copy (CRC not checked).
   virtual std::optional<std::span<const std::uint8_t>> stored_view(std::size_t i) const = 0;
 };
+
+}  // namespace frugal
+
+namespace frugal {
+
+// ---- verify (`frugal verify`) ----
+struct VerifyProblem {
+  std::string name;     // entry name, part file, or the archive itself
+  std::string problem;
+};
+
+struct VerifyReport {
+  std::vector<VerifyProblem> bad;  // every bad item, in archive order
+  std::uint64_t parts_checked = 0;
+  std::uint64_t entries_checked = 0;
+  std::uint64_t bytes_checked = 0;  // uncompressed bytes whose CRC-32 was checked
+  bool is_zip = false;
+  bool ok() const { return bad.empty(); }
+};
+
+// A manifest: each part's size and SHA-256, then, when the file is a zip, its entries. Anything
+// else: the zip's entries (CRC-32, size, local headers) and entry_problem(). Structural damage that
+// stops the archive from opening is reported as one bad item named after the archive. threads = 0:
+// one per core. Shows progress on stderr.
+VerifyReport verify_archive(const std::filesystem::path& path, const ArchiveOptions& options = {},
+                            unsigned threads = 0);
+void verify_entries(const Archive& archive, VerifyReport& report, unsigned threads = 0);
+
+// ---- extract (`frugal extract`) ----
+struct ExtractOptions {
+  std::vector<std::string> patterns;        // fnmatch globs on entry names; empty: all
+  std::filesystem::path dir = ".";          // everything is written inside it
+  std::optional<std::uint64_t> limit;       // at most this many files
+  std::optional<std::uint64_t> max_bytes;   // refuse when the selected files declare more
+  std::optional<std::uint64_t> disk_budget; // refuse when they would not fit in this much disk
+};
+
+struct ExtractResult {
+  std::uint64_t files = 0;
+  std::uint64_t dirs = 0;
+  std::uint64_t bytes = 0;
+};
+
+// Every check that can be made before writing is made first: unsafe entries (entry_problem())
+// refuse the whole extraction (Error invalid), sizes over --max-bytes, --disk-budget or the free
+// space refuse it (Error budget); then each file is written crash-safely (temp, sync, rename; the
+// sync is batched). A corrupt entry stops extraction with the files before it in place.
+ExtractResult extract(const Archive& archive, const ExtractOptions& options);
+
+// fnmatch(3)-style: '*' and '?' also match '/', as unzip's patterns do; [...] classes.
+bool glob_match(std::string_view pattern, std::string_view name);
 
 }  // namespace frugal

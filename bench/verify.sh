@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Archive reading benchmarks (issue targets in brackets), each printed as one JSON line:
+#   verify_vs_unzip_t   frugal verify vs `unzip -t` on 50,000 entries of 1-4 KB   [ratio >= 2 on 2 cores]
+#   open_500k           opening (central directory -> index) a 500,000-entry zip    [<= 0.3 s]
+#   random_read_*       random single-entry reads, CRC-checked on both sides, vs Python's zipfile
+#                       opened once, stored and deflated                            [ratio >= 10]
+# Wall-clock and CPU seconds are both reported: on a shared machine the CPU ratios are the steadier.
+# Builds nothing: expects FRUGAL_BIN (default build/bin) with frugal and archive_read_bench.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+FRUGAL_BIN=${FRUGAL_BIN:-$HERE/../build/bin}
+PY=${FRUGAL_PYTHON:-$HERE/../.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+for exe in frugal archive_read_bench; do
+  [ -x "$FRUGAL_BIN/$exe" ] || { echo "bench/verify.sh: $FRUGAL_BIN/$exe not built (build it, or set FRUGAL_BIN)" >&2; exit 1; }
+done
+command -v unzip >/dev/null || { echo "bench/verify.sh: unzip not installed" >&2; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/frugal-bench-verify.XXXXXX"); trap 'rm -rf "$W"' EXIT
+
+"$PY" - "$W" "$FRUGAL_BIN" <<'PY'
+import json, os, random, resource, subprocess, sys, time, zipfile
+w, bin_dir = sys.argv[1], sys.argv[2]
+frugal = os.path.join(bin_dir, "frugal")
+reader = os.path.join(bin_dir, "archive_read_bench")
+rng = random.Random(1)
+pool = os.urandom(1 << 20)
+words = [("w%d " % i).encode() for i in range(500)]
+
+def payload():
+    n = rng.randint(1024, 4096)
+    half = n // 2  # half incompressible, half text: deflate has work to do
+    start = rng.randrange(len(pool) - half)
+    text = b"".join(rng.choice(words) for _ in range(n // 4))
+    return (pool[start:start + half] + text)[:n]
+
+def make(path, count, method, data_fn):
+    with zipfile.ZipFile(path, "w", method) as z:
+        for i in range(count):
+            z.writestr("class%02d/img%06d.bin" % (i % 10, i), data_fn())
+
+def best(cmd, runs=2):
+    """Best wall-clock seconds of `runs`, and the CPU seconds (user + system) of that run."""
+    t = []
+    for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t.append((wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime))
+    return min(t)
+
+deflated = os.path.join(w, "deflated.zip")
+stored = os.path.join(w, "stored.zip")
+make(deflated, 50000, zipfile.ZIP_DEFLATED, payload)
+make(stored, 50000, zipfile.ZIP_STORED, payload)
+
+unzip_s, unzip_cpu = best(["unzip", "-tq", deflated])
+frugal_s, frugal_cpu = best([frugal, "verify", deflated])
+print(json.dumps({"bench": "verify_vs_unzip_t", "entries": 50000, "threads": os.cpu_count(),
+                  "unzip_t_seconds": round(unzip_s, 3), "frugal_seconds": round(frugal_s, 3),
+                  "ratio": round(unzip_s / frugal_s, 2), "unzip_t_cpu_seconds": round(unzip_cpu, 3),
+                  "frugal_cpu_seconds": round(frugal_cpu, 3), "cpu_ratio": round(unzip_cpu / frugal_cpu, 2),
+                  "target_ratio": 2}), flush=True)
+
+many = os.path.join(w, "many.zip")
+make(many, 500000, zipfile.ZIP_STORED, lambda: b"x" * 16)
+r = json.loads(subprocess.run([reader, "open", many], check=True, capture_output=True, text=True).stdout)
+print(json.dumps({"bench": "open_500k", "entries": r["entries"], "open_seconds": r["open_seconds"],
+                  "open_cpu_seconds": r["open_cpu_seconds"], "target_seconds": 0.3}), flush=True)
+os.remove(many)
+
+reads = 50000  # enough that the first touch of each mapped page is amortized, as over epochs
+for kind, path in (("stored", stored), ("deflate", deflated)):
+    z = zipfile.ZipFile(path)  # opened once, outside the timing, as frugal's reader is
+    names = z.namelist()
+    pick = random.Random(2)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(reads):
+        z.read(names[pick.randrange(len(names))])  # zipfile checks the CRC-32 on read
+    py_s, py_cpu = time.perf_counter() - t0, time.process_time() - c0
+    r = json.loads(subprocess.run([reader, "random", path, str(reads), "2"], check=True,
+                                  capture_output=True, text=True).stdout)
+    print(json.dumps({"bench": "random_read_" + kind, "reads": reads, "zipfile_seconds": round(py_s, 3),
+                      "frugal_seconds": r["seconds"], "ratio": round(py_s / r["seconds"], 1),
+                      "zipfile_cpu_seconds": round(py_cpu, 3), "frugal_cpu_seconds": r["cpu_seconds"],
+                      "cpu_ratio": round(py_cpu / r["cpu_seconds"], 1), "target_ratio": 10}), flush=True)
+PY

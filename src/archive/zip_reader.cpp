@@ -1,0 +1,228 @@
+// Reading entries: positioned reads of the mapped parts, inflation with libdeflate into a buffer of
+// exactly the declared size (a lying header cannot flood memory or disk), then the CRC-32.
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "archive/zip_format.h"
+#include "archive/zip_index.h"
+#include "frugal/archive.h"
+#include "frugal/error.h"
+#include "frugal/hash.h"
+
+namespace frugal {
+
+using namespace zip;
+
+std::string method_name(std::uint16_t method) {
+  switch (method) {
+    case 0: return "stored";
+    case 1: return "shrink";
+    case 6: return "implode";
+    case 8: return "deflate";
+    case 9: return "deflate64";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 93: return "zstd";
+    case 95: return "xz";
+    case 98: return "ppmd";
+    case 99: return "aes";
+    default: return "method-" + std::to_string(method);
+  }
+}
+
+namespace {
+
+std::string name_problem(std::string_view raw) {
+  if (raw.empty()) return "empty name";
+  if (raw.find('\0') != std::string_view::npos) return "NUL byte in name";
+  if (raw.find('\\') != std::string_view::npos) return "backslash in name (a Windows path?)";
+  if (raw.front() == '/') return "absolute path";
+  if (raw.size() >= 2 && raw[1] == ':' && std::isalpha(static_cast<unsigned char>(raw[0])))
+    return "drive letter in name";
+  std::size_t start = 0;
+  while (start <= raw.size()) {
+    std::size_t end = raw.find('/', start);
+    if (end == std::string_view::npos) end = raw.size();
+    if (raw.substr(start, end - start) == "..") return "'..' in path (path traversal)";
+    start = end + 1;
+  }
+  return "";
+}
+
+libdeflate_decompressor* thread_decompressor() {
+  struct Holder {
+    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+    ~Holder() { libdeflate_free_decompressor(d); }
+  };
+  thread_local Holder h;
+  if (!h.d) fail(ErrorKind::io, "libdeflate", "a decompressor", "out of memory", "free some memory");
+  return h.d;
+}
+
+class ZipArchive final : public Archive {
+ public:
+  static constexpr std::size_t kChunk = std::size_t{4} << 20;
+
+  ZipArchive(std::unique_ptr<ByteSource> src, std::string display, const ArchiveOptions& options)
+      : src_(std::move(src)), display_(std::move(display)), idx_(build_zip_index(*src_, display_, options)) {}
+
+  const std::vector<ZipEntry>& entries() const override { return idx_.entries; }
+  std::optional<std::size_t> find(std::string_view name) const override {
+    if (auto i = idx_.by_name.find(idx_.entries, name)) return *i;
+    return std::nullopt;
+  }
+  const std::string& display_name() const override { return display_; }
+  const ByteSource& source() const override { return *src_; }
+
+  void read(std::size_t i, std::vector<std::uint8_t>& out) const override {
+    const ZipEntry& e = entry(i);
+    if (e.encrypted) bad(e, ErrorKind::unsupported, "an unencrypted entry", "an encrypted one", "decrypt it with unzip and pack it again");
+    if (e.method != 0 && e.method != 8)
+      bad(e, ErrorKind::unsupported, "stored or deflate", method_name(e.method),
+          "repack with 'zip' (deflate) or 'frugal pack'");
+    const std::uint64_t data = data_offset(i);
+    // Every size check comes before the buffer is sized: a lying header must not allocate.
+    if (e.method == 0 && e.compressed_size != e.size)
+      bad(e, ErrorKind::invalid, "equal sizes for a stored entry",
+          std::to_string(e.compressed_size) + " stored for " + std::to_string(e.size), "the archive is damaged");
+    std::uint64_t bound = 0;
+    if (e.method == 8 &&
+        (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) || e.size > bound + 64))
+      bad(e, ErrorKind::invalid, "a size deflate can reach from " + std::to_string(e.compressed_size) + " bytes",
+          std::to_string(e.size) + " bytes declared", "the header lies; the archive is damaged or crafted");
+    out.resize(static_cast<std::size_t>(e.size));
+    if (e.method == 0) {
+      src_->read_at(data, out.data(), out.size());
+    } else {
+      inflate(e, data, out);
+    }
+    const std::uint32_t crc = crc32(0, out.data(), out.size());
+    if (crc != e.crc32)
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+  }
+
+  void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const override {
+    const ZipEntry& e = entry(i);
+    if (e.method != 0 || e.encrypted || e.size <= kChunk) return Archive::read_to(i, sink);
+    if (e.compressed_size != e.size)
+      bad(e, ErrorKind::invalid, "equal sizes for a stored entry",
+          std::to_string(e.compressed_size) + " stored for " + std::to_string(e.size), "the archive is damaged");
+    const std::uint64_t data = data_offset(i);
+    std::vector<std::uint8_t> buf(kChunk);
+    std::uint32_t crc = 0;
+    for (std::uint64_t done = 0; done < e.size;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, e.size - done));
+      src_->read_at(data + done, buf.data(), n);
+      crc = crc32(crc, buf.data(), n);
+      sink(std::span<const std::uint8_t>(buf.data(), n));
+      done += n;
+    }
+    if (crc != e.crc32)
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+  }
+
+  std::optional<std::span<const std::uint8_t>> stored_view(std::size_t i) const override {
+    const ZipEntry& e = entry(i);
+    if (e.method != 0 || e.encrypted || e.compressed_size != e.size) return std::nullopt;
+    return src_->view(data_offset(i), static_cast<std::size_t>(e.size));
+  }
+
+ private:
+  const ZipEntry& entry(std::size_t i) const {
+    if (i >= idx_.entries.size())
+      fail(ErrorKind::usage, display_, "an entry index below " + std::to_string(idx_.entries.size()),
+           std::to_string(i), "");
+    return idx_.entries[i];
+  }
+
+  [[noreturn]] void bad(const ZipEntry& e, ErrorKind kind, const std::string& expected, const std::string& found,
+                        const std::string& hint) const {
+    fail(kind, display_ + ":" + e.name, expected, found, hint);
+  }
+
+  // Checks the local header and returns where the data starts; the data must end below the next
+  // entry (or the central directory), which refuses overlapping entries.
+  std::uint64_t data_offset(std::size_t i) const {
+    const ZipEntry& e = idx_.entries[i];
+    const std::uint64_t limit = idx_.data_limit[i];
+    std::uint8_t h[kLocalSize];
+    if (limit - e.local_header_offset < kLocalSize)
+      bad(e, ErrorKind::invalid, "a local header", "no room for one", "the archive is damaged");
+    src_->read_at(e.local_header_offset, h, sizeof h);
+    if (le32(h) != kLocalSig)
+      bad(e, ErrorKind::invalid, "a local header signature at offset " + std::to_string(e.local_header_offset),
+          "other bytes", "the archive is damaged or has junk inserted; copy it again");
+    const std::uint64_t nlen = le16(h + 26), xlen = le16(h + 28);
+    const std::uint64_t data = e.local_header_offset + kLocalSize + nlen + xlen;
+    if (nlen != e.raw_name.size() || data > limit || e.compressed_size > limit - data)
+      bad(e, ErrorKind::invalid, "a local header and data that end before the next entry",
+          "a header of " + std::to_string(kLocalSize + nlen + xlen) + " bytes and " + std::to_string(e.compressed_size) +
+              " data bytes reaching past offset " + std::to_string(limit),
+          "the archive is damaged or crafted (overlapping entries); do not use it");
+    std::string local_name;
+    const std::uint64_t name_at = e.local_header_offset + kLocalSize;
+    if (auto v = src_->view(name_at, nlen)) {
+      local_name.assign(reinterpret_cast<const char*>(v->data()), v->size());  // short names: no allocation
+    } else {
+      local_name.resize(nlen);
+      src_->read_at(name_at, local_name.data(), nlen);
+    }
+    if (local_name != e.raw_name)
+      bad(e, ErrorKind::invalid, "the same name in the local header", "'" + local_name + "'",
+          "the archive is damaged or crafted; do not use it");
+    return data;
+  }
+
+  void inflate(const ZipEntry& e, std::uint64_t data, std::vector<std::uint8_t>& out) const {
+    thread_local std::vector<std::uint8_t> copy;
+    const std::uint8_t* in;
+    if (auto v = src_->view(data, static_cast<std::size_t>(e.compressed_size))) {
+      in = v->data();
+    } else {
+      copy.resize(static_cast<std::size_t>(e.compressed_size));
+      src_->read_at(data, copy.data(), copy.size());
+      in = copy.data();
+    }
+    std::size_t got = 0;
+    const auto rc = libdeflate_deflate_decompress(thread_decompressor(), in, static_cast<std::size_t>(e.compressed_size),
+                                                  out.data(), out.size(), &got);
+    if (rc == LIBDEFLATE_INSUFFICIENT_SPACE)
+      bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", "more when inflated",
+          "the header lies; inflation was stopped at the declared size");
+    if (rc != LIBDEFLATE_SUCCESS)
+      bad(e, ErrorKind::invalid, "valid deflate data", "corrupt data", "the archive is damaged; copy it again");
+    if (got != out.size())
+      bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", std::to_string(got) + " bytes",
+          "the archive is damaged; copy it again");
+  }
+
+  std::unique_ptr<ByteSource> src_;
+  std::string display_;
+  ZipIndex idx_;
+};
+
+}  // namespace
+
+std::string entry_problem(const ZipEntry& e) {
+  if (auto p = name_problem(e.raw_name); !p.empty()) return p;
+  if (e.name != e.raw_name)
+    if (auto p = name_problem(e.name); !p.empty()) return p + " (as decoded)";
+  if (e.is_symlink) return "symlink entry (frugal never creates links)";
+  if (e.duplicate_name) return "duplicate name";
+  if (e.encrypted) return "encrypted entry";
+  if (e.method != 0 && e.method != 8) return "unsupported compression method " + method_name(e.method);
+  return "";
+}
+
+std::unique_ptr<Archive> Archive::open(std::unique_ptr<ByteSource> source, std::string display_name,
+                                       const ArchiveOptions& options) {
+  return std::make_unique<ZipArchive>(std::move(source), std::move(display_name), options);
+}
+
+std::unique_ptr<Archive> Archive::open(const std::filesystem::path& path, const ArchiveOptions& options) {
+  return open(open_byte_source(path), path.string(), options);
+}
+
+}  // namespace frugal

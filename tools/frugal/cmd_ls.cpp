@@ -1,0 +1,59 @@
+// frugal ls ARCHIVE [--json] [--name-encoding ENC]
+#include <cstdio>
+#include <iostream>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/archive.h"
+#include "frugal/hash.h"
+#include "frugal/progress.h"
+#include "frugal/units.h"
+
+namespace frugal::cli {
+
+int cmd_ls(int argc, char** argv) {
+  CLI::App app("List the entries of an archive (a zip, a split set, a zip -s set)", "ls");
+  std::string archive_path;
+  bool json = false;
+  ArchiveOptions options;
+  app.add_option("ARCHIVE", archive_path, "zip file, split manifest or first part")->required();
+  app.add_flag("--json", json, "one JSON document on stdout");
+  app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(json);
+
+  auto archive = Archive::open(archive_path, options);
+  const auto& entries = archive->entries();
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const ZipEntry& e : entries) {
+      nlohmann::json j = {{"name", e.name},
+                          {"size", e.size},
+                          {"compressed_size", e.compressed_size},
+                          {"method", method_name(e.method)},
+                          {"crc32", hex32(e.crc32)}};
+      if (!e.name_is_utf8) j["raw_name_hex"] = to_hex(e.raw_name.data(), e.raw_name.size());
+      if (auto p = entry_problem(e); !p.empty()) j["problem"] = p;
+      list.push_back(std::move(j));
+    }
+    print_json({{"entries", std::move(list)}});
+    return 0;
+  }
+  std::FILE* out = stdout_is_tty() ? stdout : stderr;
+  std::fprintf(out, "%14s %14s  %-8s %-8s  %s\n", "size", "compressed", "method", "crc32", "name");
+  std::uint64_t total = 0, bad = 0;
+  for (const ZipEntry& e : entries) {
+    const std::string problem = entry_problem(e);
+    std::fprintf(out, "%14llu %14llu  %-8s %-8s  %s%s\n", static_cast<unsigned long long>(e.size),
+                 static_cast<unsigned long long>(e.compressed_size), method_name(e.method).c_str(),
+                 hex32(e.crc32).c_str(), e.name.c_str(), problem.empty() ? "" : ("   [" + problem + "]").c_str());
+    total += e.size;
+    bad += !problem.empty();
+  }
+  std::fprintf(out, "%zu entries, %s", entries.size(), format_size(total).c_str());
+  if (bad) std::fprintf(out, "; %llu that extract would refuse (marked [...])", static_cast<unsigned long long>(bad));
+  std::fprintf(out, "\n");
+  return 0;
+}
+
+}  // namespace frugal::cli

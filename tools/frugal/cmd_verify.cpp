@@ -1,0 +1,46 @@
+// frugal verify ARCHIVE [--json] [--threads N] [--name-encoding ENC]
+#include <cstdio>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/archive.h"
+#include "frugal/error.h"
+#include "frugal/progress.h"
+#include "frugal/units.h"
+
+namespace frugal::cli {
+
+int cmd_verify(int argc, char** argv) {
+  CLI::App app("Check every part (manifest: size, SHA-256) and every entry (CRC-32, size), listing every bad item", "verify");
+  std::string archive_path;
+  bool json = false;
+  unsigned threads = 0;
+  ArchiveOptions options;
+  app.add_option("ARCHIVE", archive_path, "zip file, split manifest or first part")->required();
+  app.add_flag("--json", json, "one JSON document on stdout");
+  app.add_option("--threads", threads, "threads to use (default: one per core)");
+  app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(json);
+
+  const VerifyReport r = verify_archive(archive_path, options, threads);
+  if (json) {
+    nlohmann::json bad = nlohmann::json::array();
+    for (const auto& b : r.bad) bad.push_back({{"name", b.name}, {"problem", b.problem}});
+    print_json({{"ok", r.ok()},
+                {"bad", std::move(bad)},
+                {"parts_checked", r.parts_checked},
+                {"entries_checked", r.entries_checked},
+                {"bytes_checked", r.bytes_checked}});
+  } else {
+    std::FILE* out = stdout_is_tty() ? stdout : stderr;
+    for (const auto& b : r.bad) std::fprintf(out, "BAD  %s: %s\n", b.name.c_str(), b.problem.c_str());
+    std::fprintf(out, "%s: %llu part(s), %llu entries, %s checked; %s\n", archive_path.c_str(),
+                 static_cast<unsigned long long>(r.parts_checked), static_cast<unsigned long long>(r.entries_checked),
+                 format_size(r.bytes_checked).c_str(),
+                 r.ok() ? "all good" : (std::to_string(r.bad.size()) + " bad item(s)").c_str());
+  }
+  return r.ok() ? 0 : exit_code(ErrorKind::invalid);
+}
+
+}  // namespace frugal::cli
