@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}
 TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
-PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest"
+PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
   libturbojpeg0-dev libspng-dev libpng-dev libdeflate-dev libzstd-dev libxxhash-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The input pipeline: frugal's loader against
+#   1. the recipe's Python pipeline (zipfile + PIL + torchvision + DataLoader), run exactly as
+#      recipe_loader.py is written, with --workers 2: target ratio >= 4 on the photo set;
+#   2. full-size TurboJPEG decoding of the same files with the same threads (tj_full_decode):
+#      target ratio >= 0.8;
+# and 3. the recipe on Fashion-MNIST PNGs (reported; the recipe applies random-resized-crop to
+# 28 px images, frugal the padded crop it uses for small images).
+# Same archive, 2 decode threads, 224 px random-resized-crop + flip. Builds nothing: expects
+# FRUGAL_BIN (default build/bin) with frugal, frugal-torch and tj_full_decode.
+# Env: BENCH_SECONDS (default 20), BENCH_DATA (cache folder for the generated archives),
+# RECIPE_LOADER (default /work/shared/bench/recipe_loader.py), FRUGAL_PYTHON (default .venv).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${FRUGAL_BIN:-$ROOT/build/bin}
+PY=${FRUGAL_PYTHON:-$ROOT/.venv/bin/python}
+SECS=${BENCH_SECONDS:-20}
+DATA=${BENCH_DATA:-$ROOT/build/bench-data}
+RECIPE=${RECIPE_LOADER:-/work/shared/bench/recipe_loader.py}
+CPUS=${BENCH_CPUS:-0,1}
+mkdir -p "$DATA"
+for exe in frugal-torch tj_full_decode; do
+  [[ -x $BIN/$exe ]] || { echo "loader.sh: $BIN/$exe not built (ninja frugal-torch tj_full_decode)" >&2; exit 1; }
+done
+[[ -f $RECIPE ]] || { echo "loader.sh: recipe baseline $RECIPE not found (set RECIPE_LOADER)" >&2; exit 1; }
+pin() { if command -v taskset >/dev/null; then taskset -c "$CPUS" "$@"; else "$@"; fi; }
+# frugal prints one (indented) JSON document, the Python baseline one JSON line after any noise.
+rate() {
+  "$PY" -c '
+import json, sys
+s = sys.stdin.read().strip()
+try: d = json.loads(s)
+except ValueError: d = json.loads(s.splitlines()[-1])
+print(d["images_per_s"])'
+}
+
+PHOTOS=$DATA/photos.zip
+if [[ ! -f $PHOTOS ]]; then
+  "$PY" "$ROOT/scripts/make-photos.py" "$DATA/photos" --count 2400 --zip "$PHOTOS.tmp" >&2 && mv "$PHOTOS.tmp" "$PHOTOS"
+fi
+FASHION=$DATA/fashion.zip
+if [[ ! -f $FASHION ]]; then
+  "$PY" "$ROOT/scripts/make-fashion-zip.py" "$FASHION.tmp" --count 20000 >&2 && mv "$FASHION.tmp" "$FASHION"
+fi
+
+py_photos=$(pin "$PY" "$RECIPE" "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 | rate)
+fr_photos=$(pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 --json | rate)
+tj_photos=$(pin "$BIN/tj_full_decode" "$PHOTOS" --workers 2 --seconds "$SECS" | rate)
+py_fashion=$(pin "$PY" "$RECIPE" "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 | rate)
+fr_fashion=$(pin "$BIN/frugal-torch" bench loader "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 --json | rate)
+
+"$PY" - "$py_photos" "$fr_photos" "$tj_photos" "$py_fashion" "$fr_fashion" <<'PYEOF'
+import json, sys
+py, fr, tj, pyf, frf = map(float, sys.argv[1:])
+print(json.dumps({"bench": "loader_vs_recipe_photos", "ratio": fr / py, "target": 4.0,
+                  "frugal_images_per_s": fr, "baseline_images_per_s": py}))
+print(json.dumps({"bench": "loader_vs_tj_full_decode_photos", "ratio": fr / tj, "target": 0.8,
+                  "frugal_images_per_s": fr, "baseline_images_per_s": tj}))
+print(json.dumps({"bench": "loader_vs_recipe_fashion_mnist", "ratio": frf / pyf,
+                  "frugal_images_per_s": frf, "baseline_images_per_s": pyf}))
+PYEOF

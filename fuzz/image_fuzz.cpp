@@ -1,0 +1,35 @@
+// Any bytes through the decoders and the loader's decode+transform step: they must either
+// produce an image of the promised shape or throw frugal::Error, never crash or over-allocate
+// (the pixel limit is kept small so a forged header cannot ask for gigabytes).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "frugal/error.h"
+#include "frugal/image.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::span<const std::uint8_t> bytes(data, size);
+  const std::uint64_t max_pixels = 4u << 20;
+  std::uint8_t knob = size ? data[size - 1] : 0;  // varies the options from the input itself
+  try {
+    frugal::DecodeOptions o;
+    o.max_pixels = max_pixels;
+    o.channels = (knob & 3) == 1 ? 1 : (knob & 3) == 2 ? 3 : 0;
+    o.min_width = o.min_height = (knob & 4) ? 16 : 0;
+    frugal::Image img = frugal::decode_image(bytes, o, "fuzz");
+    if (img.pixels.size() != static_cast<std::size_t>(img.width) * img.height * img.channels) __builtin_trap();
+  } catch (const frugal::Error&) {
+  }
+  try {
+    frugal::TransformOptions t;
+    t.image_size = 32;
+    t.train = knob & 8;
+    t.small = knob & 16;
+    frugal::Image scratch, out;
+    frugal::decode_transform(bytes, t, max_pixels, knob, "fuzz", scratch, out);
+    if (out.width != 32 || out.height != 32) __builtin_trap();
+  } catch (const frugal::Error&) {
+  }
+  return 0;
+}

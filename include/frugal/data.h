@@ -1,0 +1,130 @@
+// Datasets read straight from an archive, and a deterministic, resumable, multi-threaded loader.
+//
+// Layouts: class sub-folders (`[root/]class/file.jpg`, any common root), a `labels.csv`
+// (`path,label`) inside the archive, labels from file names by a regex with one capture group,
+// and `.npy` members (one sample per file, or an (N, H, W[, C]) uint8 array with an (N,) integer
+// labels array). Junk (`__MACOSX/`, `._*`, `.DS_Store`, `Thumbs.db`, hidden files) and non-images
+// are skipped and counted, never fatal.
+//
+// Determinism: the sample order is a function of (seed, epoch) and each sample's augmentation of
+// (seed, epoch, sample index), so batches do not depend on the number of threads, and starting at
+// (epoch, position) replays nothing.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "frugal/image.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace frugal {
+
+class Archive;
+
+struct DatasetOptions {
+  std::string label_pattern;               // regex with one capture group, on the file name
+  std::uint64_t max_pixels = 89478485;     // larger images count as bad
+  double max_bad_fraction = 0.01;          // of the images seen by a loader
+  int channels = 0;                        // 0: as the data; 1 or 3
+  std::string name_encoding;               // for non-UTF-8 entry names (ArchiveOptions)
+};
+
+// Counts by reason of what open() left out ("junk", "not an image", "hidden", ...), plus the
+// undecodable images the loaders have met so far.
+struct SkipReport {
+  std::map<std::string, std::uint64_t> counts;
+  std::map<std::string, std::string> examples;  // one entry name per reason
+  std::uint64_t total() const;
+  std::string summary() const;  // "3 junk (e.g. __MACOSX/a/._x.jpg), 1 not an image (...)"
+};
+
+struct DatasetShared;  // archive, entries and labels; shared by subsets
+
+class Dataset {
+ public:
+  static std::shared_ptr<Dataset> open(const std::filesystem::path& archive, const DatasetOptions& = {});
+
+  const std::vector<std::string>& classes() const;  // sorted, stable
+  std::size_t size() const;
+  int label(std::size_t i) const;
+  const std::string& name(std::size_t i) const;     // entry name ("x.npy[17]" for array samples)
+  int channels() const;                             // 1 or 3 (after DatasetOptions::channels)
+  int native_size() const;                          // typical image side (median of a sample)
+  const DatasetOptions& options() const;
+  const std::filesystem::path& path() const;
+
+  std::shared_ptr<Dataset> subset(std::vector<std::size_t> indices) const;
+  // {train, val}: a sample is in val when a hash of its entry name falls below `fraction`, so the
+  // split is the same on every run and adding files does not move the others.
+  std::pair<std::shared_ptr<Dataset>, std::shared_ptr<Dataset>> split_val(double fraction) const;
+
+  SkipReport skipped() const;
+
+  // Decodes + transforms sample i into `out` (image_size x image_size x channels()).
+  // Throws Error(invalid) naming the entry when it cannot be decoded.
+  void load(std::size_t i, const TransformOptions& transform, std::uint64_t seed,
+            Image& scratch, Image& out) const;
+  // Counts an undecodable sample (thread-safe); shared by every subset of one archive.
+  void record_bad(std::size_t i, const std::string& why) const;
+
+  Dataset(std::shared_ptr<DatasetShared> shared, std::vector<std::size_t> indices);
+
+ private:
+  std::shared_ptr<DatasetShared> shared_;
+  std::vector<std::size_t> indices_;  // into shared_->samples
+};
+
+struct LoaderOptions {
+  int image_size = 224;
+  bool train = true;         // random augmentation; false: resize + center crop
+  int batch_size = 64;
+  int workers = 2;           // decode threads
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  bool drop_last = false;
+  bool pin_memory = false;   // only when CUDA is available; otherwise ordinary memory
+  int prefetch_batches = 4;  // bound on decoded batches held ahead of next()
+};
+
+struct Batch {
+  torch::Tensor images;   // (B, C, H, W) uint8
+  torch::Tensor labels;   // (B) int64
+  std::int64_t epoch = 0;
+  std::int64_t position = 0;  // index of the first sample of the NEXT batch in the epoch order
+};
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  void start(std::int64_t epoch, std::int64_t position = 0);
+  // nullopt at the end of the epoch. Undecodable samples are left out of their batch and counted;
+  // throws Error(invalid) once more than max_bad_fraction of the samples seen have failed.
+  std::optional<Batch> next();
+  std::int64_t batches_per_epoch() const;
+  std::uint64_t samples_seen() const;
+  std::uint64_t samples_bad() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// (B, C, H, W) uint8 on any device -> float, (x/255 - mean)/std, on that device.
+torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>& mean,
+                        const std::vector<float>& std);
+
+// The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch).
+std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle);
+
+}  // namespace frugal

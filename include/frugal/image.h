@@ -1,0 +1,130 @@
+// Image decoding and transforms on plain uint8 buffers (no LibTorch here).
+//
+// Decoders: JPEG through TurboJPEG (baseline, progressive, grayscale, CMYK/YCCK; DCT scaling when
+// the caller can use a smaller image), PNG through libspng (gray, palette, alpha, 16-bit). The
+// format is decided by the magic bytes, never by the file name. Every decoder checks the pixel
+// limit on the header, before it allocates.
+//
+// Transforms follow torchvision: random-resized-crop (with its 10-try fallback), padded random
+// crop, horizontal flip, resize of the shorter side + center crop; resizing is bilinear with
+// antialias when downscaling, as PIL does it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+enum class ImageFormat { unknown, jpeg, png, npy };
+
+// From the first bytes (8 are enough).
+ImageFormat sniff_format(std::span<const std::uint8_t> bytes);
+const char* format_name(ImageFormat format);
+
+// An interleaved image: (H, W, C) uint8, C = 1 or 3, rows contiguous.
+struct Image {
+  int width = 0, height = 0, channels = 0;
+  std::vector<std::uint8_t> pixels;
+
+  void resize(int w, int h, int c) {
+    width = w; height = h; channels = c;
+    pixels.resize(static_cast<std::size_t>(w) * h * c);
+  }
+  std::uint8_t* row(int y) { return pixels.data() + static_cast<std::size_t>(y) * width * channels; }
+  const std::uint8_t* row(int y) const { return pixels.data() + static_cast<std::size_t>(y) * width * channels; }
+};
+
+struct ImageInfo {
+  ImageFormat format = ImageFormat::unknown;
+  int width = 0, height = 0;
+  int channels = 0;  // as decoded natively: 1 for grayscale, else 3 (alpha is dropped)
+};
+
+struct DecodeOptions {
+  int channels = 0;                       // 0: as the image (1 or 3); 1: luma; 3: RGB (gray replicated)
+  std::uint64_t max_pixels = 89478485;    // width*height above this is rejected before allocating
+  // JPEG only: decode at the smallest DCT scale (1/8 steps) whose result is still at least this
+  // large in both dimensions; 0: full size.
+  int min_width = 0, min_height = 0;
+};
+
+// Reads the header only. Throws Error(invalid) naming `where` for corrupt or unknown data and
+// Error(invalid) for images above max_pixels.
+ImageInfo read_image_info(std::span<const std::uint8_t> bytes, const std::string& where,
+                          std::uint64_t max_pixels = 89478485);
+
+// Decodes JPEG or PNG. Throws Error(invalid) naming `where` for corrupt, truncated, unsupported
+// or oversized images.
+void decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
+                  const std::string& where, Image& out);
+Image decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
+                   const std::string& where);
+
+// 1 -> 3 channels (replicate) or 3 -> 1 (ITU-R 601 luma, as PIL's convert("L")).
+void convert_channels(const Image& in, int channels, Image& out);
+
+// --- transforms -------------------------------------------------------------------------------
+
+// A deterministic generator (splitmix64 seeding + xoshiro256**); the same seed gives the same
+// numbers on every platform, unlike std::uniform_*_distribution.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed);
+  std::uint64_t next();
+  double uniform();                           // [0, 1)
+  double uniform(double lo, double hi);       // [lo, hi)
+  std::int64_t randint(std::int64_t lo, std::int64_t hi);  // [lo, hi)
+
+ private:
+  std::uint64_t s_[4];
+};
+
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);  // order-sensitive 64-bit mix
+
+// A crop box in source pixels (integer, as torchvision's get_params returns).
+struct CropBox {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
+// torchvision RandomResizedCrop.get_params: scale (0.08, 1), ratio (3/4, 4/3), 10 tries, then the
+// central crop clamped to the ratio range.
+CropBox random_resized_crop_box(int width, int height, Rng& rng, double scale_lo = 0.08,
+                                double scale_hi = 1.0, double ratio_lo = 3.0 / 4, double ratio_hi = 4.0 / 3);
+
+// Resizes the region `box` of `in` (float box, in source pixels) to out_w x out_h: bilinear,
+// antialiased when downscaling (PIL's ImagingResample with a box). Fixed-point fast path.
+void resize_bilinear(const Image& in, double box_x0, double box_y0, double box_x1, double box_y1,
+                     int out_w, int out_h, Image& out);
+// The plain double-precision reference of the same filter; tests hold the two within 1 level.
+void resize_bilinear_reference(const Image& in, double box_x0, double box_y0, double box_x1,
+                               double box_y1, int out_w, int out_h, Image& out);
+
+void flip_horizontal(Image& img);
+
+// Zero padding on every side, then the window (x, y, w, h) of the padded image.
+void pad_crop(const Image& in, int pad, int x, int y, int w, int h, Image& out);
+
+// Resize so the shorter side is `shorter` (aspect kept, torchvision's int() rounding), then
+// center crop size x size.
+void resize_center_crop(const Image& in, int shorter, int size, Image& out);
+
+// The training/eval transforms the loader applies. `small` (images of 64 px and less): padded
+// random crop (padding size/8) + flip instead of random-resized-crop.
+struct TransformOptions {
+  int image_size = 224;
+  bool train = true;
+  bool small = false;
+  int channels = 0;  // 0: as decoded
+};
+
+// Decode + transform of one encoded image, with DCT-scaled decoding where the crop allows it.
+// `scratch` is reused between calls by one thread. Output: image_size x image_size.
+void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& transform,
+                      std::uint64_t max_pixels, std::uint64_t seed, const std::string& where,
+                      Image& scratch, Image& out);
+// Same transform on an already decoded image (npy samples, tests).
+void transform_image(const Image& in, const TransformOptions& transform, std::uint64_t seed, Image& out);
+
+}  // namespace frugal

@@ -1,0 +1,185 @@
+#include <algorithm>
+#include <sstream>
+
+#include "data/dataset_shared.h"
+#include "frugal/error.h"
+#include "frugal/hash.h"
+
+namespace frugal {
+
+std::uint64_t SkipReport::total() const {
+  std::uint64_t n = 0;
+  for (const auto& [reason, c] : counts) n += c;
+  return n;
+}
+
+std::string SkipReport::summary() const {
+  std::string s;
+  for (const auto& [reason, c] : counts) {
+    if (!s.empty()) s += ", ";
+    s += std::to_string(c) + " " + reason;
+    auto ex = examples.find(reason);
+    if (ex != examples.end()) s += " (e.g. " + ex->second + ")";
+  }
+  return s.empty() ? "nothing" : s;
+}
+
+namespace {
+
+// The bytes of a file sample: a view into the mapped archive when stored, else inflated into
+// the calling thread's buffer (valid until its next call).
+std::span<const std::uint8_t> entry_bytes(const Archive& a, std::size_t entry) {
+  if (auto v = a.stored_view(entry)) return *v;
+  thread_local std::vector<std::uint8_t> buf;
+  a.read(entry, buf);
+  return buf;
+}
+
+struct Probe {
+  int channels = 3;
+  int side = 0;
+};
+
+// Channels and typical side from up to 32 samples spread over the dataset.
+Probe probe(const DatasetShared& d) {
+  std::vector<int> sides;
+  bool all_gray = true;
+  std::size_t n = d.samples.size(), step = std::max<std::size_t>(1, n / 32);
+  for (std::size_t i = 0; i < n && sides.size() < 32; i += step) {
+    const Sample& s = d.samples[i];
+    int w = 0, h = 0, c = 0;
+    try {
+      if (s.item >= 0) {
+        const auto& shape = d.arrays[s.entry].header.shape;
+        std::vector<std::int64_t> one(shape.begin() + 1, shape.end());
+        bool cf = one.size() == 3 && !(one[2] == 1 || one[2] == 3 || one[2] == 4);
+        h = int(cf ? one[1] : one[0]);
+        w = int(cf ? one[2] : one[1]);
+        c = one.size() == 2 ? 1 : int(cf ? one[0] : one[2]);
+      } else {
+        auto bytes = entry_bytes(*d.archive, s.entry);
+        if (sniff_format(bytes) == ImageFormat::npy) {
+          auto hd = detail::parse_npy(bytes, d.where(s));
+          h = int(hd.shape[0]), w = int(hd.shape[1]), c = hd.shape.size() == 2 ? 1 : int(hd.shape[2]);
+        } else {
+          ImageInfo info = read_image_info(bytes, d.where(s), d.options.max_pixels);
+          w = info.width, h = info.height, c = info.channels;
+        }
+      }
+    } catch (const Error&) {
+      continue;  // counted when a loader meets it
+    }
+    sides.push_back(std::min(w, h));
+    if (c != 1) all_gray = false;
+  }
+  Probe p;
+  if (sides.empty()) return p;
+  std::nth_element(sides.begin(), sides.begin() + sides.size() / 2, sides.end());
+  p.side = sides[sides.size() / 2];
+  p.channels = all_gray ? 1 : 3;
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const DatasetOptions& options) {
+  if (options.channels != 0 && options.channels != 1 && options.channels != 3)
+    fail(ErrorKind::usage, "--channels", "1 or 3", std::to_string(options.channels), "");
+  if (!(options.max_bad_fraction >= 0 && options.max_bad_fraction <= 1))
+    fail(ErrorKind::usage, "--max-bad-fraction", "a fraction in [0, 1]", std::to_string(options.max_bad_fraction), "");
+  auto d = std::make_shared<DatasetShared>();
+  d->path = path;
+  d->options = options;
+  ArchiveOptions ao;
+  ao.name_encoding = options.name_encoding;
+  d->archive = Archive::open(path, ao);
+  scan_layout(*d);
+  if (d->samples.empty())
+    fail(ErrorKind::invalid, d->archive->display_name(), "labelled JPEG, PNG or .npy images",
+         "none (skipped: " + d->open_skips.summary() + ")",
+         "use class folders (class/file.jpg), a labels.csv (path,label) or --label-pattern");
+  Probe p = probe(*d);
+  d->channels = options.channels ? options.channels : p.channels;
+  d->native_size = p.side;
+  std::vector<std::size_t> all(d->samples.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return std::make_shared<Dataset>(std::move(d), std::move(all));
+}
+
+Dataset::Dataset(std::shared_ptr<DatasetShared> shared, std::vector<std::size_t> indices)
+    : shared_(std::move(shared)), indices_(std::move(indices)) {}
+
+const std::vector<std::string>& Dataset::classes() const { return shared_->classes; }
+std::size_t Dataset::size() const { return indices_.size(); }
+int Dataset::label(std::size_t i) const { return shared_->samples[indices_.at(i)].label; }
+const std::string& Dataset::name(std::size_t i) const { return shared_->samples[indices_.at(i)].name; }
+int Dataset::channels() const { return shared_->channels; }
+int Dataset::native_size() const { return shared_->native_size; }
+const DatasetOptions& Dataset::options() const { return shared_->options; }
+const std::filesystem::path& Dataset::path() const { return shared_->path; }
+
+std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const {
+  for (auto& i : indices) {
+    if (i >= indices_.size())
+      fail(ErrorKind::usage, "Dataset::subset", "indices below " + std::to_string(indices_.size()),
+           std::to_string(i), "");
+    i = indices_[i];
+  }
+  return std::make_shared<Dataset>(shared_, std::move(indices));
+}
+
+std::pair<std::shared_ptr<Dataset>, std::shared_ptr<Dataset>> Dataset::split_val(double fraction) const {
+  if (!(fraction >= 0 && fraction < 1))
+    fail(ErrorKind::usage, "--val-split", "a fraction in [0, 1)", std::to_string(fraction), "");
+  std::vector<std::size_t> train, val;
+  for (std::size_t i = 0; i < indices_.size(); ++i) {
+    const std::string& n = name(i);
+    double u = static_cast<double>(xxh3_64(n.data(), n.size()) >> 11) * 0x1.0p-53;
+    (u < fraction ? val : train).push_back(i);
+  }
+  return {subset(std::move(train)), subset(std::move(val))};
+}
+
+SkipReport Dataset::skipped() const {
+  SkipReport r = shared_->open_skips;
+  std::lock_guard<std::mutex> lock(shared_->bad_mu);
+  for (const auto& [reason, c] : shared_->bad.counts) {
+    r.counts[reason] += c;
+    if (!r.examples.count(reason)) r.examples[reason] = shared_->bad.examples.at(reason);
+  }
+  return r;
+}
+
+void Dataset::record_bad(std::size_t i, const std::string& why) const {
+  std::lock_guard<std::mutex> lock(shared_->bad_mu);
+  const std::string reason = "undecodable";
+  if (shared_->bad.counts[reason]++ == 0) shared_->bad.examples[reason] = why.empty() ? name(i) : why;
+}
+
+void Dataset::load(std::size_t i, const TransformOptions& transform, std::uint64_t seed, Image& scratch,
+                   Image& out) const {
+  const DatasetShared& d = *shared_;
+  const Sample& s = d.samples[indices_.at(i)];
+  TransformOptions t = transform;
+  t.channels = d.channels;
+  if (s.item >= 0) {
+    const NpyArray& arr = d.arrays[s.entry];
+    std::vector<std::int64_t> shape(arr.header.shape.begin() + 1, arr.header.shape.end());
+    detail::npy_image(arr.sample(s.item), shape, d.where(s), scratch);
+    transform_image(scratch, t, seed, out);
+    return;
+  }
+  auto bytes = entry_bytes(*d.archive, s.entry);
+  if (sniff_format(bytes) == ImageFormat::npy) {
+    auto h = detail::parse_npy(bytes, d.where(s));
+    if (h.kind != 'u' || h.item_size != 1)
+      fail(ErrorKind::invalid, d.where(s), "a uint8 image array", std::string(1, h.kind) + std::to_string(h.item_size * 8),
+           "save the image as uint8");
+    detail::npy_image(bytes.subspan(h.data_offset), h.shape, d.where(s), scratch);
+    transform_image(scratch, t, seed, out);
+    return;
+  }
+  decode_transform(bytes, t, d.options.max_pixels, seed, d.where(s), scratch, out);
+}
+
+}  // namespace frugal
