@@ -1,0 +1,206 @@
+// Checkpoints: safetensors files that carry everything needed to resume a run or use its model
+// (docs/formats.md, "Checkpoint file", "Run folder", "Delta checkpoint").
+//
+//   tensors   model weights + buffers under plain torchvision names ("conv1.weight", ...);
+//             optimizer, loss-scaler, RNG and other trainer state under "frugal." + name
+//   metadata  format "frugal-checkpoint", version, kind, model info, epoch/step, loader position,
+//             schedule, metrics, the run's config, and "checksum" (xxh3 of the tensor payload)
+//
+// A checkpoint is complete when it is visible: files are published by an atomic rename, and a
+// load verifies the checksum, so a torn or corrupt file is reported and the previous one used.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frugal/budget.h"
+#include "frugal/env.h"
+#include "frugal/models.h"
+#include "frugal/run_folder.h"
+#include "frugal/safetensors.h"
+
+namespace frugal {
+
+inline constexpr const char* kStatePrefix = "frugal.";
+
+// Metadata "kind": what a file holds.
+//   "full"  weights + trainer state: resumable
+//   "delta" like full, stored as the difference against a full checkpoint (metadata "base")
+//   "best"  weights + what using them needs (best.safetensors); no trainer state
+//   "model" weights written by another tool (compress: int8 tensors + scales); not resumable
+struct Checkpoint {
+  std::string kind = "full";
+  ModelInfo model;
+  NamedTensors weights;  // torchvision names
+  NamedTensors state;    // trainer state; names WITHOUT kStatePrefix (added on disk)
+  std::int64_t epoch = 0;  // epochs completed
+  std::int64_t step = 0;   // optimizer steps completed (global)
+  nlohmann::json loader = nlohmann::json::object();    // data loader position (trainer's format)
+  nlohmann::json schedule = nlohmann::json::object();  // LR schedule state
+  nlohmann::json metrics = nlohmann::json::object();   // latest metrics, e.g. {"val_accuracy":0.9}
+  nlohmann::json config = nlohmann::json::object();    // the run's configuration
+  std::optional<double> metric_value;  // what keep-best and best.safetensors rank by
+  std::string metric_name;             // e.g. "val_accuracy"
+  bool higher_is_better = true;
+  Metadata extra;  // further string metadata, kept as is (e.g. compress's "quantization")
+
+  // Weights as a map (for frugal::load_weights).
+  std::map<std::string, torch::Tensor> weight_map() const;
+  const torch::Tensor* find_state(const std::string& name) const;
+};
+
+NamedTensors to_named(const std::map<std::string, torch::Tensor>& tensors);
+
+// Checkpoint <-> safetensors content. The checksum is added by save and verified by load.
+Metadata checkpoint_metadata(const Checkpoint& ckpt);
+Checkpoint checkpoint_from_file(SafetensorsFile file);
+
+// Writes a checkpoint (any kind but "delta") crash-safely with its checksum.
+void save_checkpoint(const std::filesystem::path& path, const Checkpoint& ckpt, Env& env = Env::real());
+
+// Loads and verifies a checkpoint file (full, best, model, or a delta with its base beside it).
+// Throws Error(invalid) naming the file for a bad format/version or checksum mismatch.
+Checkpoint load_checkpoint(const std::filesystem::path& path);
+
+// CKPT on the command line: a file, or a run folder meaning its best.safetensors.
+std::filesystem::path resolve_ckpt(const std::filesystem::path& ckpt);
+inline Checkpoint load_ckpt_arg(const std::filesystem::path& ckpt) { return load_checkpoint(resolve_ckpt(ckpt)); }
+
+// Deep copy to contiguous CPU tensors, so training can go on mutating the originals.
+Checkpoint snapshot(const Checkpoint& ckpt);
+
+// --- Trainer state helpers -------------------------------------------------------------------
+// Optimizer state as named tensors "optim.<param name>.<field>" (+ "optim.<param>.step" as I64),
+// for AdamW/Adam (exp_avg, exp_avg_sq, max_exp_avg_sq, step) and SGD (momentum_buffer).
+// `params` are the optimizer's parameters with their torchvision names, in optimizer order.
+NamedTensors optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& params);
+// Restores what optimizer_state() saved; parameters without saved state get none (fresh).
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& params,
+                          const Checkpoint& ckpt);
+torch::Tensor cpu_rng_state();                 // (N,) uint8, torch's default CPU generator
+void set_cpu_rng_state(const torch::Tensor& state);
+
+// --- Delta checkpoints -------------------------------------------------------------------------
+// Each tensor stored as zstd(bits XOR base bits) (U8), unchanged tensors omitted; restoring is
+// bit-exact. Metadata as a full checkpoint plus "base" (file name) and "base_checksum".
+std::string encode_delta_bytes(const Checkpoint& ckpt, const Checkpoint& base,
+                               const std::string& base_name, const std::string& base_checksum);
+void save_delta_checkpoint(const std::filesystem::path& path, const Checkpoint& ckpt,
+                           const Checkpoint& base, const std::filesystem::path& base_path,
+                           Env& env = Env::real());
+
+// --- The run folder ------------------------------------------------------------------------------
+struct CheckpointOptions {
+  RetentionPolicy retention;
+  bool delta = false;   // --delta: store deltas between full checkpoints
+  int full_every = 4;   // with delta: every N-th save is a full checkpoint
+  bool write_best = true;
+};
+
+struct SaveResult {
+  enum class Status { saved, weights_only, skipped_no_room, disk_full };
+  Status status = Status::saved;
+  std::filesystem::path file;     // the checkpoint written (empty unless saved)
+  std::uint64_t bytes = 0;
+  bool best_updated = false;
+  std::vector<std::filesystem::path> deleted;  // by retention after the commit
+  double seconds = 0;
+  std::string message;            // for weights_only / skipped / disk_full: what happened and why
+};
+
+// Owns the checkpoints of one run folder. Not thread-safe except evictable(); the
+// CheckpointWriter serializes saves.
+class CheckpointManager {
+ public:
+  CheckpointManager(std::filesystem::path run, CheckpointOptions options, Env& env = Env::real());
+
+  // Removes leftover "*.frugal-tmp-*" in the run folder; returns how many.
+  int remove_temporaries();
+
+  // For --fresh: removes the run's checkpoints and best.safetensors, which belong to the run being
+  // started over (left in place, their higher step numbers would rank them newer than the new
+  // run's checkpoints). Returns how many files were removed.
+  int discard_previous();
+
+  // The newest checkpoint that loads and verifies (deltas resolved). Corrupt or truncated newer
+  // files are named in `skipped` (and noted on stderr); they are kept for inspection.
+  struct Resume {
+    Checkpoint ckpt;
+    std::filesystem::path file;
+    std::vector<std::string> skipped;
+  };
+  std::optional<Resume> load_latest();
+
+  // Writes the next checkpoint (full, or delta when enabled and a base exists), updates
+  // best.safetensors when the metric improved (or always when there is no metric), then deletes
+  // what retention no longer needs. With a DiskBudget: make_room() first; without room, only
+  // best.safetensors (weights_only), else nothing (skipped_no_room). A disk-full error while
+  // writing leaves every earlier file intact and returns disk_full. Other errors throw.
+  SaveResult save(const Checkpoint& ckpt);
+
+  // Checkpoints retention would delete now (DiskBudget's evictable callback). Thread-safe.
+  std::vector<std::filesystem::path> evictable() const;
+
+  void set_disk_budget(DiskBudget* budget);
+  const std::filesystem::path& run() const { return run_; }
+  const CheckpointOptions& options() const { return options_; }
+
+ private:
+  SaveResult write_checkpoint(const Checkpoint& ckpt);
+  bool update_best(const Checkpoint& ckpt);
+  std::vector<std::filesystem::path> apply_retention();
+  std::uint64_t estimate_bytes(const Checkpoint& ckpt) const;
+
+  std::filesystem::path run_;
+  CheckpointOptions options_;
+  Env& env_;
+  DiskBudget* budget_ = nullptr;
+  std::optional<Checkpoint> base_;  // the last full checkpoint written or loaded (for deltas)
+  std::filesystem::path base_path_;
+  std::string base_checksum_;
+  std::filesystem::path known_good_;  // newest checkpoint written or loaded and verified: never evicted
+  int saves_since_full_ = 0;
+  std::optional<double> best_metric_;
+  bool best_loaded_ = false;
+  mutable std::mutex mu_;
+};
+
+// Saves in the background: submit() snapshots the state to host memory on the caller's thread
+// (the only stall training sees), then a worker thread writes it. At most one save is pending:
+// submit() first waits for the previous one. Errors surface from the next submit() or wait().
+class CheckpointWriter {
+ public:
+  explicit CheckpointWriter(CheckpointManager& manager);
+  ~CheckpointWriter();  // waits for the pending save (errors are noted, not thrown)
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  void submit(const Checkpoint& ckpt);
+  // Waits until no save is pending; returns the last result, rethrows the save's error.
+  SaveResult wait();
+  bool busy() const;
+
+ private:
+  void run();
+  CheckpointManager& manager_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Checkpoint> pending_;
+  bool writing_ = false, stop_ = false;
+  SaveResult last_;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace frugal

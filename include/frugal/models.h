@@ -1,0 +1,53 @@
+// The model zoo: small CNN for 28x28 images and torchvision-compatible ResNet / EfficientNet.
+//
+// Parameter and buffer names equal torchvision's (0.26), so weights exported from torchvision as
+// safetensors load by name (scripts/export-torchvision-weights.py).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+// What using a model file needs besides its tensors (stored in checkpoint metadata).
+struct ModelInfo {
+  std::string name;                  // make_model() name: "cnn", "resnet18", ...
+  std::vector<std::string> classes;  // index -> class name
+  int image_size = 28;               // square input side in pixels
+  int channels = 1;                  // 1 or 3
+  std::vector<float> mean, std;      // per-channel normalization of [0,1] pixels
+};
+
+class Model : public torch::nn::Module {
+ public:
+  // (B, C, H, W) float, normalized -> (B, num_classes) logits.
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // Name prefix of the classifier head, e.g. "fc" or "classifier.1".
+  virtual std::string head_prefix() const = 0;
+  // Runs the model with each block's activations recomputed in backward (--grad-checkpoint).
+  // Off by default; forward() honours it.
+  void set_grad_checkpoint(bool on) { grad_checkpoint_ = on; }
+  bool grad_checkpoint() const { return grad_checkpoint_; }
+
+ protected:
+  bool grad_checkpoint_ = false;
+};
+
+// Throws Error(usage) listing model_names() when `name` is unknown.
+std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels);
+std::vector<std::string> model_names();
+
+// Copies torchvision-named tensors into the model. With allow_head_mismatch, a classifier head of
+// another shape keeps its fresh initialization and the returned message says so (else empty).
+// Unknown or missing names, or other shape mismatches -> Error(invalid).
+std::string load_weights(Model& model, const std::map<std::string, torch::Tensor>& tensors,
+                         bool allow_head_mismatch);
+
+// Parameters + buffers (num_batches_tracked included) under torchvision names, on the CPU.
+std::map<std::string, torch::Tensor> state_dict(const Model& model);
+
+}  // namespace frugal

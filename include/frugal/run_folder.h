@@ -1,0 +1,101 @@
+// The run folder: its file names, reading checkpoint metadata without LibTorch, and the retention
+// decision (which checkpoints may go). Torch-free, so `frugal du` and `frugal clean` can use it.
+// The layout is documented in docs/formats.md, "Run folder":
+//
+//   RUN/config.json                          the run's configuration (JSON; keep_best, keep_last,
+//                                            disk_budget, ... as in `frugal train` options)
+//   RUN/metrics.jsonl                        one JSON object per evaluation
+//   RUN/ckpt-e0003-s000120.safetensors       full checkpoint after epoch 3 / global step 120
+//   RUN/ckpt-e0003-s000150.delta.safetensors delta checkpoint (against a full one)
+//   RUN/best.safetensors                     weights + metadata for eval/predict/export
+//   *.frugal-tmp-*                           interrupted atomic writes (removed at start/clean)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace frugal {
+
+inline constexpr const char* kCheckpointFormat = "frugal-checkpoint";
+inline constexpr int kCheckpointVersion = 1;
+inline constexpr const char* kBestFile = "best.safetensors";
+inline constexpr const char* kConfigFile = "config.json";
+inline constexpr const char* kMetricsFile = "metrics.jsonl";
+
+struct CheckpointName {
+  std::int64_t epoch = 0, step = 0;
+  bool delta = false;
+};
+
+// "ckpt-e0003-s000120.safetensors" (or ".delta.safetensors"); more digits when needed.
+std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step, bool delta);
+std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name);
+
+bool is_run_folder(const std::filesystem::path& dir);  // holds config.json or a checkpoint
+
+// DIR itself when it is a run folder, else every run folder below it (at most 3 levels deep).
+std::vector<std::filesystem::path> find_run_folders(const std::filesystem::path& dir);
+
+// The smallest "disk_budget" (bytes, or a size text like "20G") in the runs' config.json, with
+// the file it came from.
+std::optional<std::pair<std::uint64_t, std::filesystem::path>> budget_from_runs(
+    const std::vector<std::filesystem::path>& runs);
+
+// The header of a safetensors file: tensor index (JSON) and its string metadata, read without
+// LibTorch. Throws Error(invalid) naming the file for anything that is not safetensors.
+struct SafetensorsHeader {
+  nlohmann::json tensors;                     // name -> {"dtype","shape","data_offsets"}
+  std::map<std::string, std::string> metadata;
+  std::uint64_t header_size = 0;              // JSON bytes (the 8-byte length excluded)
+  std::uint64_t payload_offset() const { return 8 + header_size; }
+  std::uint64_t payload_size = 0;             // largest data_offsets end
+};
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
+// Parses an in-memory file (8-byte length + JSON + payload); `name` is used in messages.
+SafetensorsHeader parse_safetensors_header(const void* data, std::size_t size, const std::string& name);
+
+// "xxh3-64:<16 hex digits>" of a checkpoint's tensor payload (metadata "checksum").
+std::string payload_checksum(const void* data, std::size_t n);
+
+// A checkpoint on disk as retention and resumption see it.
+struct CheckpointEntry {
+  std::filesystem::path path;
+  CheckpointName name;
+  std::optional<double> metric;       // metadata "metric_value", when the run validates
+  bool higher_is_better = true;       // metadata "metric_mode" == "max"
+  std::string base;                   // for a delta: the full checkpoint's file name
+  bool valid = false;                 // header readable, format/version right, checksum matches
+  std::string problem;                // why not valid
+};
+
+// Checks format, version, file size and the xxh3 checksum of the payload (metadata "checksum").
+// Returns "" when good, else what is wrong (for messages).
+std::string verify_checkpoint_file(const std::filesystem::path& path);
+
+// Every ckpt-*.safetensors in `run`, newest (highest step, then epoch) first. With `verify` each
+// is checksummed (reads whole files); without, only headers are read.
+std::vector<CheckpointEntry> list_checkpoints(const std::filesystem::path& run, bool verify);
+
+struct RetentionPolicy {
+  int keep_last = 2;  // newest K checkpoints (counting full and delta)
+  int keep_best = 1;  // best K by metric (none when the run does not validate)
+};
+
+// Reads keep_best / keep_last from RUN/config.json where present, else the defaults above.
+RetentionPolicy retention_from_config(const std::filesystem::path& run);
+
+// Which checkpoints retention no longer needs, oldest first. Never listed: the newest valid
+// checkpoint (the last good resumable state), the kept ones, the full checkpoint any kept delta
+// is based on, anything newer than the newest valid one, and invalid files (kept for inspection;
+// the loader names them).
+std::vector<std::filesystem::path> checkpoints_to_delete(const std::vector<CheckpointEntry>& entries,
+                                                        const RetentionPolicy& policy);
+
+}  // namespace frugal

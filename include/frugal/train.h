@@ -1,0 +1,199 @@
+// Training: configuration, mixed precision with dynamic loss scaling, the accumulated training
+// step with OOM recovery, evaluation, and the run driver behind `frugal train`.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frugal/models.h"
+
+namespace frugal {
+
+// ---------------------------------------------------------------------------------------------
+// Mixed precision
+
+enum class AmpMode { off, fp16, bf16 };
+const char* to_string(AmpMode mode);
+// "off" | "fp16" | "bf16"; "auto" is resolved by choose_amp(). Throws Error(usage).
+AmpMode parse_amp(const std::string& text);
+
+// `--amp auto`: fp16 on CUDA before sm_80 (P100 sm_60, V100, T4: no fast bf16), bf16 on sm_80+,
+// off on the CPU (bf16 autocast there is slower than fp32 on CPUs without AMX).
+// `device_kind`: "cpu" or "cuda"; major/minor: the compute capability (ignored on the CPU).
+AmpMode choose_amp(const std::string& device_kind, int major, int minor);
+
+// Enables autocast for one device type while alive (off: does nothing).
+class AutocastGuard {
+ public:
+  AutocastGuard(torch::DeviceType device, AmpMode mode);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  torch::DeviceType device_;
+  bool active_ = false, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kFloat;
+};
+
+// Dynamic loss scaling for fp16 (torch.amp.GradScaler's algorithm, on the same ATen kernels):
+// the loss is multiplied by `scale` before backward; unscale() divides the gradients and finds
+// inf/NaN; a step with inf/NaN is skipped and the scale multiplied by backoff; after
+// growth_interval clean steps it is multiplied by growth. Disabled: scale 1, but unscale() still
+// reports non-finite gradients so such steps are skipped in every precision.
+struct LossScalerOptions {
+  bool enabled = true;
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  std::int64_t growth_interval = 2000;
+};
+
+class LossScaler {
+ public:
+  explicit LossScaler(LossScalerOptions options = {}, torch::Device device = torch::kCPU);
+  torch::Tensor scale(const torch::Tensor& loss) const;
+  // Divides the gradients by the scale in place; false when any is inf/NaN (skip the step).
+  bool unscale(const std::vector<torch::Tensor>& params);
+  // After each step (taken or skipped): adjusts the scale from what unscale() found.
+  void update();
+  double scale_value() const;
+  bool enabled() const { return options_.enabled; }
+  // "loss_scaler.scale" (F32) and "loss_scaler.growth_tracker" (I32) for checkpoints.
+  std::map<std::string, torch::Tensor> state() const;
+  void load_state(const std::map<std::string, torch::Tensor>& state);
+
+ private:
+  LossScalerOptions options_;
+  torch::Tensor scale_, growth_tracker_, found_inf_;  // on the training device
+};
+
+// ---------------------------------------------------------------------------------------------
+// Optimizers and schedules
+
+enum class OptimizerKind { adamw, sgd };
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;
+  double weight_decay = 0.05;
+  double momentum = 0.9;  // SGD
+  bool nesterov = true;   // SGD
+};
+
+// Parameters that require grad, in two groups: weights with weight decay, and norms and biases
+// (1-D tensors) without. The names come back in optimizer order (for checkpoint state).
+struct OptimizerSetup {
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+};
+OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& options);
+
+// Linear warmup from 0 to base over `warmup` steps, then cosine to min_factor * base at `total`.
+double cosine_lr(double base, std::int64_t step, std::int64_t warmup, std::int64_t total, double min_factor = 0.0);
+void set_lr(torch::optim::Optimizer& optimizer, double lr);
+
+// Sets requires_grad(false) on every parameter whose name starts with one of the prefixes
+// (matching whole name components: "layer1" freezes "layer1.0.conv1.weight", not "layer10.*").
+// Returns the number of tensors frozen; a prefix that matches nothing -> Error(usage).
+int freeze(Model& model, const std::vector<std::string>& prefixes);
+
+// ---------------------------------------------------------------------------------------------
+// The training step
+
+struct StepOptions {
+  int micro_batch = 64;   // samples per forward/backward
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // 0: no clipping
+  AmpMode amp = AmpMode::off;
+  torch::Device device = torch::kCPU;
+  bool channels_last = false;
+  std::vector<float> mean{0.5f}, std{0.5f};  // normalization of uint8 images
+};
+
+struct StepResult {
+  double loss = 0;          // mean over the step's samples
+  std::int64_t samples = 0;
+  bool skipped = false;     // inf/NaN gradients: no optimizer step
+  bool oom_recovered = false;
+};
+
+// One optimizer step over the samples of `batches` (uint8 images as the loader gives them),
+// split into micro-batches of `micro_batch`. Each micro-batch's mean loss is weighted by its share
+// of the step's samples, so the accumulated gradient equals that of one batch of all of them.
+//
+// On c10::OutOfMemoryError the step is undone (gradients zeroed, batch-norm statistics restored,
+// CUDA cache emptied), micro_batch halved and the step rerun on the same samples; the new size is
+// kept (micro_batch()) and noted once. At micro-batch 1 the error becomes Error(budget).
+class TrainStep {
+ public:
+  TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options);
+  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
+  int micro_batch() const { return options_.micro_batch; }
+
+  // Test seam: called before each micro-batch's forward with a running micro-step counter; may
+  // throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
+  std::function<void(std::int64_t micro_step)> before_micro_step;
+
+ private:
+  StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
+  std::vector<torch::Tensor> trainable() const;
+
+  Model& model_;
+  torch::optim::Optimizer& optimizer_;
+  LossScaler& scaler_;
+  StepOptions options_;
+  std::int64_t micro_steps_ = 0;
+  bool oom_noted_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;  // mean cross-entropy; top-1 in [0, 1]
+  std::int64_t samples = 0;
+  std::vector<double> per_class;  // accuracy per class index (NaN when a class has no samples)
+  nlohmann::json to_json(const std::vector<std::string>& classes) const;  // eval --json shape
+};
+
+class Loader;
+EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options);
+
+// ---------------------------------------------------------------------------------------------
+// The run (`frugal train`)
+
+struct TrainConfig {
+  std::string data, val, run, model = "cnn", init, config_file, label_pattern, name_encoding;
+  std::vector<std::string> freeze;
+  double val_split = 0.0;  // 0 without --val: 5% of the training data (stable split)
+  std::int64_t max_pixels = 89478485;
+  double max_bad_fraction = 0.01;
+  int channels = 0;  // 0: as the data
+  int epochs = 10, batch_size = 64, accum = 1, image_size = 0, workers = 2;
+  std::uint64_t seed = 0;
+  double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
+  double warmup_fraction = 0.02;
+  std::string optimizer = "adamw", amp = "auto", device = "auto";
+  bool grad_checkpoint = false, fresh = false, deterministic = false, json = false;
+  std::string disk_budget, workspace, gpu_memory, deadline, save_every;
+  int keep_best = 1, keep_last = 2;
+
+  nlohmann::json to_json() const;
+};
+
+// --init FILE: tensors of a safetensors file (a frugal checkpoint's trainer state left out).
+std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path);
+
+// Trains as configured; returns the process exit code (0 done, 75 stopped resumable).
+int run_training(const TrainConfig& config);
+
+}  // namespace frugal

@@ -1,0 +1,179 @@
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "frugal/budget.h"
+#include "frugal/fs.h"
+#include "frugal/progress.h"
+#include "frugal/run_folder.h"
+#include "frugal/units.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+
+const char* to_string(FileKind kind) {
+  switch (kind) {
+    case FileKind::data: return "data";
+    case FileKind::checkpoint: return "checkpoints";
+    case FileKind::temporary: return "temporary";
+    case FileKind::other: return "other";
+  }
+  return "other";
+}
+
+std::uint64_t& DiskUsage::operator[](FileKind kind) {
+  switch (kind) {
+    case FileKind::data: return data;
+    case FileKind::checkpoint: return checkpoints;
+    case FileKind::temporary: return temporary;
+    case FileKind::other: break;
+  }
+  return other;
+}
+
+FileKind classify_file(const fs::path& path, bool in_run_folder) {
+  std::string name = path.filename().string();
+  if (is_temp_path(path) || name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state"))
+    return FileKind::temporary;
+  if (in_run_folder && name.ends_with(".safetensors")) return FileKind::checkpoint;
+  // Archives, their split parts (frugal split, zip -s, plain split) and manifests.
+  static const std::regex data_re(
+      R"(.*\.(zip|z\d\d|manifest\.json)|.*\.part\d{4,}|.*\.\d{3}|.*_[a-z]{2})", std::regex::icase);
+  if (std::regex_match(name, data_re)) return FileKind::data;
+  return FileKind::other;
+}
+
+DiskUsage measure_usage(const fs::path& workspace) {
+  DiskUsage u;
+  std::error_code ec;
+  std::map<fs::path, bool> run_dirs;
+  auto opts = fs::directory_options::skip_permission_denied;
+  for (auto it = fs::recursive_directory_iterator(workspace, opts, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_regular_file(ec2) || it->is_symlink(ec2)) continue;
+    fs::path dir = it->path().parent_path();
+    auto found = run_dirs.find(dir);
+    if (found == run_dirs.end()) found = run_dirs.emplace(dir, fs::exists(dir / kConfigFile, ec2)).first;
+    auto size = it->file_size(ec2);
+    if (!ec2) u[classify_file(it->path(), found->second)] += size;
+  }
+  if (ec) note("frugal: could not read all of " + workspace.string() + ": " + ec.message());
+  return u;
+}
+
+std::vector<fs::path> find_temporary_files(const fs::path& workspace) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  auto opts = fs::directory_options::skip_permission_denied;
+  for (auto it = fs::recursive_directory_iterator(workspace, opts, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_regular_file(ec2) && !it->is_symlink(ec2) && classify_file(it->path(), false) == FileKind::temporary)
+      out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+DiskBudget::DiskBudget(fs::path workspace, DiskBudgetOptions options, Env& env)
+    : workspace_(std::move(workspace)), options_(options), env_(env) {}
+
+DiskBudget::~DiskBudget() { stop_watcher(); }
+
+std::uint64_t DiskBudget::available() {
+  std::uint64_t room = env_.free_space(workspace_);
+  if (options_.limit) {
+    std::uint64_t used = measure_usage(workspace_).total();
+    room = std::min(room, used >= *options_.limit ? 0 : *options_.limit - used);
+  }
+  return room;
+}
+
+void DiskBudget::set_evictable(std::function<std::vector<fs::path>()> evictable) {
+  std::lock_guard lock(mu_);
+  evictable_ = std::move(evictable);
+}
+
+void DiskBudget::set_in_progress(std::function<std::vector<fs::path>()> in_progress) {
+  std::lock_guard lock(mu_);
+  in_progress_ = std::move(in_progress);
+}
+
+bool DiskBudget::make_room(std::uint64_t bytes) {
+  if (available() >= bytes) return true;
+  std::function<std::vector<fs::path>()> evictable, in_progress;
+  {
+    std::lock_guard lock(mu_);
+    evictable = evictable_;
+    in_progress = in_progress_;
+  }
+  std::set<fs::path> busy;
+  if (in_progress)
+    for (auto& p : in_progress()) busy.insert(p);
+  for (const auto& tmp : find_temporary_files(workspace_)) {
+    if (busy.count(tmp)) continue;
+    if (env_.remove_file(tmp)) note("frugal: removed leftover temporary file " + tmp.string() + " to make room");
+    if (available() >= bytes) return true;
+  }
+  if (evictable) {
+    for (const auto& old : evictable()) {
+      if (env_.remove_file(old))
+        note("frugal: removed " + old.string() + " (retention no longer needs it) to make room");
+      if (available() >= bytes) return true;
+    }
+  }
+  return available() >= bytes;
+}
+
+void DiskBudget::require(std::uint64_t bytes, const std::string& what) {
+  if (make_room(bytes)) return;
+  std::string budget = options_.limit ? "a disk budget of " + format_size(*options_.limit) : "the free space";
+  fail(ErrorKind::budget, workspace_.string(), format_size(bytes) + " of room for " + what + " within " + budget,
+       format_size(available()) + " left after removing temporary files and unneeded checkpoints",
+       "free space (frugal du " + workspace_.string() + ", frugal clean) or raise --disk-budget");
+}
+
+void DiskBudget::check_once() {
+  std::uint64_t room = available();
+  std::uint64_t threshold = options_.warn_below;
+  if (options_.limit)
+    threshold = std::max<std::uint64_t>(threshold > *options_.limit ? 0 : threshold,
+                                        static_cast<std::uint64_t>(*options_.limit * options_.warn_below_fraction));
+  bool low = room < threshold;
+  if (low && !warned_.exchange(true))
+    note("frugal: warning: only " + format_size(room) + " of disk left for " + workspace_.string() +
+         "; checkpoints may be skipped. Free space (frugal du, frugal clean) or raise --disk-budget");
+  if (!low) warned_ = false;
+}
+
+void DiskBudget::start_watcher() {
+  std::lock_guard lock(mu_);
+  if (watcher_.joinable()) return;
+  stop_ = false;
+  watcher_ = std::thread([this] {
+    std::unique_lock lk(mu_);
+    while (!stop_) {
+      lk.unlock();
+      try {
+        check_once();
+      } catch (const std::exception& e) {
+        note(std::string("frugal: disk watcher: ") + e.what());
+      }
+      lk.lock();
+      cv_.wait_for(lk, options_.watch_interval, [this] { return stop_; });
+    }
+  });
+}
+
+void DiskBudget::stop_watcher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+}  // namespace frugal

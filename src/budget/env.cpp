@@ -1,0 +1,108 @@
+#include "frugal/env.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "frugal/fs.h"
+
+namespace frugal {
+namespace {
+
+[[noreturn]] void fail_write_errno(const std::string& what, const std::filesystem::path& path, int err) {
+  if (err == ENOSPC || err == EDQUOT)
+    throw DiskFullError(message(path.string(), "", "",
+                                what + " failed: " + std::strerror(err) +
+                                    "; free disk space (frugal du, frugal clean) and run again"));
+  fail_errno(what, path.string(), err);
+}
+
+class PosixWritableFile : public WritableFile {
+ public:
+  PosixWritableFile(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void append(const void* data, std::size_t n) override {
+    auto* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail_write_errno("write", path_, errno);
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  }
+  void sync() override {
+    if (::fsync(fd_) != 0) fail_write_errno("fsync", path_, errno);
+  }
+  void close() override {
+    if (fd_ < 0) return;
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail_write_errno("close", path_, errno);
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_;
+};
+
+class PosixEnv : public Env {
+ public:
+  std::unique_ptr<WritableFile> new_writable_file(const std::filesystem::path& path) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) fail_write_errno("create", path, errno);
+    return std::make_unique<PosixWritableFile>(path, fd);
+  }
+  void rename_file(const std::filesystem::path& from, const std::filesystem::path& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) fail_write_errno("rename", to, errno);
+  }
+  void sync_dir(const std::filesystem::path& dir) override { fsync_dir(dir); }
+  bool remove_file(const std::filesystem::path& path) override {
+    if (::unlink(path.c_str()) == 0) return true;
+    if (errno == ENOENT) return false;
+    fail_errno("remove", path.string(), errno);
+  }
+  std::uint64_t free_space(const std::filesystem::path& path) override { return frugal::free_space(path); }
+  SteadyTime steady_now() override { return std::chrono::steady_clock::now(); }
+  WallTime wall_now() override { return std::chrono::system_clock::now(); }
+};
+
+}  // namespace
+
+Env& Env::real() {
+  static PosixEnv env;
+  return env;
+}
+
+AtomicWrite::AtomicWrite(Env& env, std::filesystem::path path)
+    : env_(env), path_(std::move(path)), temp_(temp_path_for(path_)) {
+  file_ = env_.new_writable_file(temp_);
+}
+
+AtomicWrite::~AtomicWrite() {
+  if (committed_) return;
+  file_.reset();
+  try {
+    env_.remove_file(temp_);
+  } catch (const std::exception&) {
+    // Best effort: an orphan carries kTempMarker, so the next run or `frugal clean` removes it.
+  }
+}
+
+void AtomicWrite::commit() {
+  file_->sync();
+  file_->close();
+  env_.rename_file(temp_, path_);
+  committed_ = true;
+  // After the rename the new file is visible; a failed folder sync only weakens durability
+  // across a power cut, but callers must still hear about it.
+  env_.sync_dir(path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path());
+}
+
+}  // namespace frugal

@@ -1,0 +1,214 @@
+#include "frugal/checkpoint.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "checkpoint/internal.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+namespace {
+
+std::string number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+const std::string& need(const Metadata& md, const std::string& key, const std::string& where) {
+  auto it = md.find(key);
+  if (it == md.end())
+    fail(ErrorKind::invalid, where, "metadata \"" + key + "\"", "none",
+         "the file was not written by frugal or is from an incompatible version");
+  return it->second;
+}
+
+nlohmann::json json_or(const Metadata& md, const std::string& key, const std::string& where) {
+  auto it = md.find(key);
+  if (it == md.end() || it->second.empty()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::invalid, where, "JSON in metadata \"" + key + "\"", it->second.substr(0, 60),
+         "the file is corrupt; use an earlier checkpoint");
+  }
+}
+
+std::int64_t integer(const Metadata& md, const std::string& key, const std::string& where) {
+  const auto& s = need(md, key, where);
+  try {
+    std::size_t used = 0;
+    auto v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  fail(ErrorKind::invalid, where, "an integer in metadata \"" + key + "\"", "\"" + s + "\"", "the file is corrupt");
+}
+
+// Keys this file owns; anything else in the metadata is carried in Checkpoint::extra.
+const char* const kOwnKeys[] = {"format", "version", "kind", "model", "classes", "image_size", "channels", "mean",
+                                "std", "epoch", "step", "loader", "schedule", "metrics", "config", "metric_name",
+                                "metric_value", "metric_mode", "checksum"};
+
+bool own_key(const std::string& k) {
+  for (const char* o : kOwnKeys)
+    if (k == o) return true;
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, torch::Tensor> Checkpoint::weight_map() const {
+  return {weights.begin(), weights.end()};
+}
+
+const torch::Tensor* Checkpoint::find_state(const std::string& name) const {
+  for (const auto& [n, t] : state)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+NamedTensors to_named(const std::map<std::string, torch::Tensor>& tensors) {
+  return {tensors.begin(), tensors.end()};
+}
+
+std::string tensors_checksum(const NamedTensors& tensors) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  for (const auto& [name, t] : tensors) {
+    auto c = t.detach().to(torch::kCPU).contiguous();
+    XXH3_64bits_update(st, c.data_ptr(), c.nbytes());
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "xxh3-64:%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(st)));
+  XXH3_freeState(st);
+  return buf;
+}
+
+Metadata checkpoint_metadata(const Checkpoint& c) {
+  Metadata md = c.extra;
+  md["format"] = kCheckpointFormat;
+  md["version"] = std::to_string(kCheckpointVersion);
+  md["kind"] = c.kind;
+  md["model"] = c.model.name;
+  md["classes"] = nlohmann::json(c.model.classes).dump();
+  md["image_size"] = std::to_string(c.model.image_size);
+  md["channels"] = std::to_string(c.model.channels);
+  md["mean"] = nlohmann::json(c.model.mean).dump();
+  md["std"] = nlohmann::json(c.model.std).dump();
+  md["epoch"] = std::to_string(c.epoch);
+  md["step"] = std::to_string(c.step);
+  md["loader"] = c.loader.dump();
+  md["schedule"] = c.schedule.dump();
+  md["metrics"] = c.metrics.dump();
+  md["config"] = c.config.dump();
+  if (c.metric_value) {
+    md["metric_name"] = c.metric_name;
+    md["metric_value"] = number(*c.metric_value);
+    md["metric_mode"] = c.higher_is_better ? "max" : "min";
+  }
+  return md;
+}
+
+// On-disk tensor list: weights, then state under kStatePrefix.
+NamedTensors disk_tensors(const Checkpoint& c) {
+  NamedTensors all = c.weights;
+  for (const auto& [name, t] : c.state) all.emplace_back(kStatePrefix + name, t);
+  return all;
+}
+
+Checkpoint checkpoint_from_file(SafetensorsFile file) {
+  const auto& md = file.metadata;
+  const std::string& where = file.source;
+  if (need(md, "format", where) != kCheckpointFormat)
+    fail(ErrorKind::invalid, where, std::string("metadata format \"") + kCheckpointFormat + "\"",
+         "\"" + md.at("format") + "\"", "give a checkpoint written by frugal");
+  if (integer(md, "version", where) > kCheckpointVersion)
+    fail(ErrorKind::unsupported, where, "checkpoint format version " + std::to_string(kCheckpointVersion),
+         "version " + md.at("version"), "update frugal");
+  Checkpoint c;
+  c.kind = need(md, "kind", where);
+  c.model.name = need(md, "model", where);
+  c.model.classes = json_or(md, "classes", where).get<std::vector<std::string>>();
+  c.model.image_size = static_cast<int>(integer(md, "image_size", where));
+  c.model.channels = static_cast<int>(integer(md, "channels", where));
+  c.model.mean = json_or(md, "mean", where).get<std::vector<float>>();
+  c.model.std = json_or(md, "std", where).get<std::vector<float>>();
+  c.epoch = integer(md, "epoch", where);
+  c.step = integer(md, "step", where);
+  c.loader = json_or(md, "loader", where);
+  c.schedule = json_or(md, "schedule", where);
+  c.metrics = json_or(md, "metrics", where);
+  c.config = json_or(md, "config", where);
+  if (md.count("metric_value")) {
+    c.metric_name = md.count("metric_name") ? md.at("metric_name") : "";
+    c.metric_value = std::stod(md.at("metric_value"));
+    c.higher_is_better = !md.count("metric_mode") || md.at("metric_mode") != "min";
+  }
+  for (const auto& [k, v] : md)
+    if (!own_key(k)) c.extra[k] = v;
+  for (auto& [name, t] : file.tensors) {
+    if (name.rfind(kStatePrefix, 0) == 0)
+      c.state.emplace_back(name.substr(std::string(kStatePrefix).size()), std::move(t));
+    else
+      c.weights.emplace_back(name, std::move(t));
+  }
+  return c;
+}
+
+void save_checkpoint(const fs::path& path, const Checkpoint& ckpt, Env& env) {
+  if (ckpt.kind == "delta")
+    fail(ErrorKind::invalid, path.string(), "a full, best or model checkpoint", "kind \"delta\"",
+         "use save_delta_checkpoint");
+  auto tensors = disk_tensors(ckpt);
+  Metadata md = checkpoint_metadata(ckpt);
+  md["checksum"] = tensors_checksum(tensors);
+  save_safetensors(path, tensors, md, env);
+}
+
+Checkpoint load_checkpoint(const fs::path& path) {
+  std::string bytes = read_file(path);
+  auto header = parse_safetensors_header(bytes.data(), bytes.size(), path.string());
+  auto it = header.metadata.find("checksum");
+  if (it == header.metadata.end())
+    fail(ErrorKind::invalid, path.string(), "metadata \"checksum\"", "none",
+         "the file was not written by frugal; for plain safetensors weights use --init");
+  std::string sum = payload_checksum(bytes.data() + header.payload_offset(), bytes.size() - header.payload_offset());
+  if (sum != it->second)
+    fail(ErrorKind::invalid, path.string(), "payload checksum " + it->second, sum,
+         "the file is corrupt or truncated; use an earlier checkpoint");
+  auto file = parse_safetensors(bytes, path.string());
+  bytes.clear();
+  bytes.shrink_to_fit();
+  auto kind = file.metadata.find("kind");
+  if (kind != file.metadata.end() && kind->second == "delta") return load_delta(path, std::move(file));
+  return checkpoint_from_file(std::move(file));
+}
+
+fs::path resolve_ckpt(const fs::path& ckpt) {
+  std::error_code ec;
+  if (fs::is_directory(ckpt, ec)) {
+    if (fs::exists(ckpt / kBestFile, ec)) return ckpt / kBestFile;
+    fail(ErrorKind::usage, ckpt.string(), "a run folder holding " + std::string(kBestFile), "none",
+         "give a checkpoint file, or train until the first checkpoint is saved");
+  }
+  if (!fs::exists(ckpt, ec))
+    fail(ErrorKind::usage, ckpt.string(), "a checkpoint file or run folder", "nothing at that path", "check the path");
+  return ckpt;
+}
+
+Checkpoint snapshot(const Checkpoint& ckpt) {
+  Checkpoint c = ckpt;  // JSON and strings copied; tensors still shared
+  auto copy = [](NamedTensors& ts) {
+    for (auto& [name, t] : ts) t = t.detach().to(t.options().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true).contiguous();
+  };
+  copy(c.weights);
+  copy(c.state);
+  return c;
+}
+
+}  // namespace frugal

@@ -1,0 +1,171 @@
+// Delta checkpoints (docs/formats.md, "Delta checkpoint"): each tensor that changed since the
+// base (the last full checkpoint) is stored as zstd(byte-shuffle(bits XOR base bits)). XOR makes
+// unchanged bits zero; shuffling groups the bytes of equal significance (sign/exponent bytes of
+// floats rarely change), which is what lets zstd find those zeros. Restoring is exact.
+#include <zstd.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "checkpoint/internal.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+namespace {
+
+constexpr int kZstdLevel = 3;  // fast enough to hide in a background save
+constexpr const char* kStoredPrefix = "delta:";
+
+std::string shuffle(const unsigned char* p, std::size_t n, std::size_t k) {
+  std::string out(n, '\0');
+  std::size_t count = n / k;
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t j = 0; j < k; ++j) out[j * count + i] = static_cast<char>(p[i * k + j]);
+  return out;
+}
+
+void unshuffle(const unsigned char* p, std::size_t n, std::size_t k, unsigned char* out) {
+  std::size_t count = n / k;
+  for (std::size_t i = 0; i < count; ++i)
+    for (std::size_t j = 0; j < k; ++j) out[i * k + j] = p[j * count + i];
+}
+
+torch::Tensor compress(const std::string& raw) {
+  std::string buf(ZSTD_compressBound(raw.size()), '\0');
+  std::size_t n = ZSTD_compress(buf.data(), buf.size(), raw.data(), raw.size(), kZstdLevel);
+  if (ZSTD_isError(n)) throw Error(ErrorKind::io, std::string("zstd: ") + ZSTD_getErrorName(n));
+  auto t = torch::empty({static_cast<std::int64_t>(n)}, torch::kUInt8);
+  std::memcpy(t.data_ptr(), buf.data(), n);
+  return t;
+}
+
+std::string decompress(const torch::Tensor& t, std::size_t size, const std::string& where) {
+  std::string out(size, '\0');
+  std::size_t n = ZSTD_decompress(out.data(), size, t.data_ptr(), t.nbytes());
+  if (ZSTD_isError(n) || n != size)
+    fail(ErrorKind::invalid, where, std::to_string(size) + " bytes after zstd decompression",
+         ZSTD_isError(n) ? ZSTD_getErrorName(n) : std::to_string(n) + " bytes", "the delta file is corrupt");
+  return out;
+}
+
+std::pair<NamedTensors, Metadata> encode(const Checkpoint& ckpt, const Checkpoint& base, const std::string& base_name,
+                                         const std::string& base_checksum) {
+  std::unordered_map<std::string, torch::Tensor> old;
+  for (auto& [n, t] : disk_tensors(base)) old[n] = t.detach().to(torch::kCPU).contiguous();
+  NamedTensors stored;
+  nlohmann::json index = nlohmann::json::array();
+  for (auto& [name, tensor] : disk_tensors(ckpt)) {
+    auto t = tensor.detach().to(torch::kCPU).contiguous();
+    auto* p = static_cast<const unsigned char*>(t.data_ptr());
+    std::size_t n = t.nbytes(), k = t.element_size();
+    auto it = old.find(name);
+    bool comparable = it != old.end() && it->second.scalar_type() == t.scalar_type() && it->second.sizes() == t.sizes();
+    std::string mode = "raw";
+    std::string bits(reinterpret_cast<const char*>(p), n);
+    if (comparable) {
+      auto* q = static_cast<const unsigned char*>(it->second.data_ptr());
+      bool same = true;
+      for (std::size_t i = 0; i < n; ++i) {
+        bits[i] = static_cast<char>(p[i] ^ q[i]);
+        same = same && bits[i] == 0;
+      }
+      mode = same ? "same" : "xor";
+    }
+    index.push_back({name, safetensors_dtype(t.scalar_type()), t.sizes().vec(), mode});
+    if (mode != "same") stored.emplace_back(kStoredPrefix + name, compress(shuffle(
+                                                                        reinterpret_cast<const unsigned char*>(bits.data()), n, k)));
+  }
+  Checkpoint meta_only = ckpt;
+  meta_only.kind = "delta";
+  Metadata md = checkpoint_metadata(meta_only);
+  md["base"] = base_name;
+  md["base_checksum"] = base_checksum;
+  md["delta_index"] = index.dump();
+  md["checksum"] = tensors_checksum(stored);
+  return {std::move(stored), std::move(md)};
+}
+
+}  // namespace
+
+std::string encode_delta_bytes(const Checkpoint& ckpt, const Checkpoint& base, const std::string& base_name,
+                               const std::string& base_checksum) {
+  auto [tensors, md] = encode(ckpt, base, base_name, base_checksum);
+  return safetensors_bytes(tensors, md);
+}
+
+void save_delta_checkpoint(const fs::path& path, const Checkpoint& ckpt, const Checkpoint& base,
+                           const fs::path& base_path, Env& env) {
+  auto base_md = read_safetensors_header(base_path).metadata;
+  auto [tensors, md] = encode(ckpt, base, base_path.filename().string(), base_md["checksum"]);
+  save_safetensors(path, tensors, md, env);
+}
+
+Checkpoint load_delta(const fs::path& path, SafetensorsFile file) {
+  const std::string where = path.string();
+  auto& md = file.metadata;
+  if (!md.count("base") || !md.count("delta_index"))
+    fail(ErrorKind::invalid, where, "metadata \"base\" and \"delta_index\" in a delta checkpoint", "none",
+         "the file is corrupt");
+  fs::path base_path = path.parent_path() / md["base"];
+  std::error_code ec;
+  if (!fs::exists(base_path, ec))
+    fail(ErrorKind::invalid, where, "its base checkpoint " + base_path.string(), "no such file",
+         "the base was deleted; use another checkpoint");
+  auto base_sum = read_safetensors_header(base_path).metadata["checksum"];
+  if (base_sum != md["base_checksum"])
+    fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"], base_sum,
+         "the base was replaced; use another checkpoint");
+  Checkpoint base = load_checkpoint(base_path);
+  std::unordered_map<std::string, torch::Tensor> old;
+  for (auto& [n, t] : disk_tensors(base)) old[n] = t;
+  std::unordered_map<std::string, const torch::Tensor*> stored;
+  for (auto& [n, t] : file.tensors) stored[n] = &t;
+
+  SafetensorsFile restored;
+  restored.source = where;
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(md["delta_index"]);
+  } catch (const nlohmann::json::exception&) {
+    fail(ErrorKind::invalid, where, "JSON in metadata \"delta_index\"", "unparsable text", "the file is corrupt");
+  }
+  for (const auto& item : index) {
+    auto name = item.at(0).get<std::string>();
+    auto type = torch_dtype(item.at(1).get<std::string>(), where + ":" + name);
+    auto shape = item.at(2).get<std::vector<std::int64_t>>();
+    auto mode = item.at(3).get<std::string>();
+    auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
+    std::size_t n = t.nbytes(), k = t.element_size();
+    if (mode == "same") {
+      auto it = old.find(name);
+      if (it == old.end()) fail(ErrorKind::invalid, where + ":" + name, "the tensor in the base", "none", "");
+      t.copy_(it->second);
+    } else {
+      auto s = stored.find(kStoredPrefix + name);
+      if (s == stored.end()) fail(ErrorKind::invalid, where + ":" + name, "a stored delta tensor", "none", "");
+      std::string raw = decompress(*s->second, n, where + ":" + name);
+      auto* out = static_cast<unsigned char*>(t.data_ptr());
+      unshuffle(reinterpret_cast<const unsigned char*>(raw.data()), n, k, out);
+      if (mode == "xor") {
+        auto it = old.find(name);
+        if (it == old.end() || it->second.nbytes() != n)
+          fail(ErrorKind::invalid, where + ":" + name, "a base tensor of " + std::to_string(n) + " bytes", "none", "");
+        auto* q = static_cast<const unsigned char*>(it->second.contiguous().data_ptr());
+        for (std::size_t i = 0; i < n; ++i) out[i] ^= q[i];
+      }
+    }
+    restored.tensors.emplace_back(name, std::move(t));
+  }
+  md.erase("base");
+  md.erase("base_checksum");
+  md.erase("delta_index");
+  md["kind"] = "full";
+  restored.metadata = md;
+  auto c = checkpoint_from_file(std::move(restored));
+  return c;
+}
+
+}  // namespace frugal

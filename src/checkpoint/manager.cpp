@@ -1,0 +1,212 @@
+#include <chrono>
+#include <set>
+
+#include "checkpoint/internal.h"
+#include "frugal/checkpoint.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/progress.h"
+#include "frugal/units.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+namespace {
+
+constexpr std::uint64_t kHeaderAllowance = 256 << 10;  // metadata + JSON index, generously
+
+std::uint64_t tensor_bytes(const NamedTensors& ts) {
+  std::uint64_t n = 0;
+  for (const auto& [name, t] : ts) n += t.nbytes();
+  return n;
+}
+
+bool improves(const Checkpoint& c, const std::optional<double>& best) {
+  if (!c.metric_value) return true;  // no validation: best = newest
+  if (!best) return true;
+  return c.higher_is_better ? *c.metric_value > *best : *c.metric_value < *best;
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(fs::path run, CheckpointOptions options, Env& env)
+    : run_(std::move(run)), options_(options), env_(env) {
+  fs::create_directories(run_);
+}
+
+int CheckpointManager::remove_temporaries() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run_, ec))
+    if (is_temp_path(e.path()) && env_.remove_file(e.path())) ++n;
+  if (n) note("frugal: removed " + std::to_string(n) + " leftover temporary file(s) in " + run_.string());
+  return n;
+}
+
+int CheckpointManager::discard_previous() {
+  int n = 0;
+  for (const auto& e : list_checkpoints(run_, /*verify=*/false)) n += env_.remove_file(e.path);
+  n += env_.remove_file(run_ / kBestFile);
+  std::lock_guard lock(mu_);
+  base_.reset();
+  base_path_.clear();
+  known_good_.clear();
+  best_metric_.reset();
+  best_loaded_ = true;
+  if (n) note("frugal: --fresh: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " + run_.string());
+  return n;
+}
+
+std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
+  Resume r;
+  for (const auto& entry : list_checkpoints(run_, /*verify=*/false)) {
+    try {
+      r.ckpt = load_checkpoint(entry.path);
+      r.file = entry.path;
+    } catch (const Error& e) {
+      r.skipped.push_back(e.what());
+      note("frugal: skipping checkpoint " + entry.path.string() + ": " + e.what());
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    known_good_ = entry.path;
+    if (entry.name.delta) {
+      base_path_ = entry.path.parent_path() / entry.base;
+      base_ = load_checkpoint(base_path_);
+      base_checksum_ = read_safetensors_header(base_path_).metadata["checksum"];
+      saves_since_full_ = 1;
+    } else {
+      base_ = r.ckpt;
+      base_path_ = entry.path;
+      base_checksum_ = read_safetensors_header(entry.path).metadata["checksum"];
+      saves_since_full_ = 0;
+    }
+    return r;
+  }
+  if (!r.skipped.empty())
+    note("frugal: no valid checkpoint in " + run_.string() + "; starting from scratch (" +
+         std::to_string(r.skipped.size()) + " unreadable file(s) kept for inspection)");
+  return std::nullopt;
+}
+
+std::uint64_t CheckpointManager::estimate_bytes(const Checkpoint& ckpt) const {
+  return tensor_bytes(ckpt.weights) + tensor_bytes(ckpt.state) + kHeaderAllowance;
+}
+
+void CheckpointManager::set_disk_budget(DiskBudget* budget) {
+  budget_ = budget;
+  if (budget_) budget_->set_evictable([this] { return evictable(); });
+}
+
+std::vector<fs::path> CheckpointManager::evictable() const {
+  std::lock_guard lock(mu_);
+  auto out = checkpoints_to_delete(list_checkpoints(run_, /*verify=*/false), options_.retention);
+  std::erase_if(out, [&](const fs::path& p) { return p == known_good_ || p == base_path_; });
+  return out;
+}
+
+SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
+  auto start = env_.steady_now();
+  SaveResult r;
+  if (budget_ && !budget_->make_room(estimate_bytes(ckpt))) {
+    std::uint64_t weights = tensor_bytes(ckpt.weights) + kHeaderAllowance;
+    if (options_.write_best && budget_->make_room(weights)) {
+      Checkpoint best = ckpt;
+      best.kind = "best";
+      best.state.clear();
+      save_checkpoint(run_ / kBestFile, best, env_);
+      r.status = SaveResult::Status::weights_only;
+      r.file = run_ / kBestFile;
+      r.message = "not enough room for a full checkpoint (" + format_size(estimate_bytes(ckpt)) +
+                  "); saved only the weights to " + r.file.string() + " (not resumable from here)";
+    } else {
+      r.status = SaveResult::Status::skipped_no_room;
+      r.message = "no room for a checkpoint of " + format_size(estimate_bytes(ckpt)) + " in " + run_.string() +
+                  "; checkpoint SKIPPED (the previous one is intact). Free space (frugal du, frugal clean)";
+    }
+    note("frugal: warning: " + r.message);
+    r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
+    return r;
+  }
+  try {
+    r = write_checkpoint(ckpt);
+  } catch (const DiskFullError& e) {
+    r.status = SaveResult::Status::disk_full;
+    r.message = std::string(e.what()) + " (the previous checkpoint is intact)";
+    note("frugal: warning: checkpoint not saved: " + r.message);
+    r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
+    return r;
+  }
+  try {
+    r.best_updated = options_.write_best && update_best(ckpt);
+  } catch (const DiskFullError& e) {
+    note(std::string("frugal: warning: best.safetensors not updated: ") + e.what());
+  }
+  r.deleted = apply_retention();
+  r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
+  return r;
+}
+
+SaveResult CheckpointManager::write_checkpoint(const Checkpoint& ckpt) {
+  SaveResult r;
+  bool delta = options_.delta && base_ && saves_since_full_ + 1 < options_.full_every;
+  r.file = run_ / checkpoint_file_name(ckpt.epoch, ckpt.step, delta);
+  Checkpoint full = ckpt;
+  full.kind = "full";
+  if (delta) {
+    save_delta_checkpoint(r.file, full, *base_, base_path_, env_);
+  } else {
+    save_checkpoint(r.file, full, env_);
+  }
+  std::error_code ec;
+  r.bytes = fs::file_size(r.file, ec);
+  std::lock_guard lock(mu_);
+  known_good_ = r.file;
+  if (delta) {
+    ++saves_since_full_;
+  } else {
+    saves_since_full_ = 0;
+    if (options_.delta) {
+      base_ = snapshot(full);
+      base_path_ = r.file;
+      base_checksum_ = read_safetensors_header(r.file).metadata["checksum"];
+    }
+  }
+  return r;
+}
+
+bool CheckpointManager::update_best(const Checkpoint& ckpt) {
+  if (!best_loaded_) {
+    best_loaded_ = true;
+    std::error_code ec;
+    if (fs::exists(run_ / kBestFile, ec)) {
+      try {
+        auto md = read_safetensors_header(run_ / kBestFile).metadata;
+        if (md.count("metric_value")) best_metric_ = std::stod(md["metric_value"]);
+      } catch (const std::exception& e) {
+        note("frugal: replacing unreadable " + (run_ / kBestFile).string() + ": " + e.what());
+      }
+    }
+  }
+  if (!improves(ckpt, best_metric_)) return false;
+  Checkpoint best = ckpt;
+  best.kind = "best";
+  best.state.clear();
+  save_checkpoint(run_ / kBestFile, best, env_);
+  best_metric_ = ckpt.metric_value;
+  return true;
+}
+
+std::vector<fs::path> CheckpointManager::apply_retention() {
+  std::vector<fs::path> deleted;
+  for (const auto& p : evictable()) {
+    try {
+      if (env_.remove_file(p)) deleted.push_back(p);
+    } catch (const Error& e) {
+      note(std::string("frugal: could not remove an old checkpoint: ") + e.what());
+    }
+  }
+  return deleted;
+}
+
+}  // namespace frugal

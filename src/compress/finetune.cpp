@@ -1,0 +1,62 @@
+#include <algorithm>
+
+#include "frugal/compress.h"
+#include "frugal/data.h"
+#include "frugal/error.h"
+#include "frugal/progress.h"
+#include "frugal/train.h"
+
+namespace frugal {
+
+void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& masks,
+                     const std::filesystem::path& archive, const FinetuneOptions& options) {
+  DatasetOptions dopts;
+  dopts.channels = info.channels;
+  auto data = Dataset::open(archive, dopts);
+  std::vector<std::int64_t> to_model;  // dataset label -> model output index, by class name
+  for (const auto& name : data->classes()) {
+    auto it = std::find(info.classes.begin(), info.classes.end(), name);
+    if (it == info.classes.end())
+      fail(ErrorKind::invalid, archive.string(), "classes the model knows", "class \"" + name + "\"",
+           "fine-tune on data with the model's classes");
+    to_model.push_back(it - info.classes.begin());
+  }
+  auto remap = torch::tensor(to_model, torch::kInt64);
+
+  LoaderOptions lopts;
+  lopts.image_size = info.image_size;
+  lopts.train = true;
+  lopts.batch_size = options.batch_size;
+  lopts.workers = options.workers;
+  lopts.seed = options.seed;
+  Loader loader(data, lopts);
+
+  OptimizerOptions oopts;
+  oopts.lr = options.lr;
+  oopts.weight_decay = 0.0;
+  auto setup = make_optimizer(model, oopts);
+  LossScalerOptions sopts;
+  sopts.enabled = false;
+  LossScaler scaler(sopts);
+  StepOptions step_opts;
+  step_opts.micro_batch = options.batch_size;
+  step_opts.mean = info.mean;
+  step_opts.std = info.std;
+  TrainStep step(model, *setup.optimizer, scaler, step_opts);
+
+  model.train();
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    Progress progress("fine-tune epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs),
+                      data->size(), Progress::Unit::items);
+    loader.start(epoch);
+    while (auto batch = loader.next()) {
+      step.run({{batch->images, remap.index_select(0, batch->labels)}});
+      apply_masks(model, masks);
+      progress.advance(static_cast<std::uint64_t>(batch->labels.size(0)));
+    }
+    progress.finish();
+  }
+  model.eval();
+}
+
+}  // namespace frugal

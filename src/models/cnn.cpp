@@ -1,0 +1,52 @@
+// `cnn`: a small VGG-style network for 28x28 inputs (Fashion-MNIST, MNIST).
+//
+// Two stages of two 3x3 convolutions with batch norm (32 and 64 channels), each halving the side,
+// then one hidden fully-connected layer: about 18 M multiply-adds per 28x28 image.
+#include "models/layers.h"
+#include "models/zoo.h"
+
+namespace frugal::detail {
+namespace {
+
+Seq stage(int in, int out) {
+  return Seq(conv(in, out, 3), bn(out), torch::nn::ReLU(),
+             conv(out, out, 3), bn(out), torch::nn::ReLU(),
+             torch::nn::MaxPool2d(2));
+}
+
+class SmallCnn : public Model {
+ public:
+  SmallCnn(int num_classes, int channels) {
+    features = register_module("features", torch::nn::Sequential(stage(channels, 32), stage(32, 64)));
+    fc1 = register_module("fc1", torch::nn::Linear(64 * 7 * 7, 128));
+    dropout = register_module("dropout", torch::nn::Dropout(0.3));
+    fc = register_module("fc", torch::nn::Linear(128, num_classes));
+    init_conv_bn(*this);
+  }
+
+  torch::Tensor forward(torch::Tensor x) override {
+    for (auto& child : features->children()) {
+      auto* s = child->as<SeqImpl>();
+      x = run_block(grad_checkpoint_, *s, [s](const torch::Tensor& t) { return s->forward(t); }, x);
+    }
+    // Any input side works; 28x28 inputs arrive here as 7x7 already.
+    x = torch::adaptive_avg_pool2d(x, {7, 7}).flatten(1);
+    x = dropout(torch::relu(fc1(x)));
+    return fc(x);
+  }
+
+  std::string head_prefix() const override { return "fc"; }
+
+ private:
+  torch::nn::Sequential features{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<Model> make_cnn(int num_classes, int channels) {
+  return std::make_shared<SmallCnn>(num_classes, channels);
+}
+
+}  // namespace frugal::detail

@@ -1,0 +1,106 @@
+// make_model() and name-based weight exchange in torchvision's naming.
+#include <sstream>
+
+#include "frugal/error.h"
+#include "models/zoo.h"
+
+namespace frugal {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::shared_ptr<Model> (*make)(int, int);
+};
+
+const Entry kModels[] = {
+    {"cnn", detail::make_cnn},
+    {"resnet18", detail::make_resnet18},
+    {"resnet50", detail::make_resnet50},
+    {"efficientnet_b0", detail::make_efficientnet_b0},
+};
+
+std::string shape_str(const torch::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+bool in_head(const std::string& name, const std::string& head) {
+  return name.rfind(head + ".", 0) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (auto& e : kModels) names.push_back(e.name);
+  return names;
+}
+
+std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels) {
+  if (channels != 1 && channels != 3)
+    fail(ErrorKind::usage, "--channels", "1 or 3", std::to_string(channels), "");
+  for (auto& e : kModels)
+    if (name == e.name) return e.make(num_classes, channels);
+  std::string list;
+  for (auto& n : model_names()) list += (list.empty() ? "" : ", ") + n;
+  fail(ErrorKind::usage, "--model", "one of " + list, "'" + name + "'", "pick one of the listed models");
+}
+
+std::map<std::string, torch::Tensor> state_dict(const Model& model) {
+  std::map<std::string, torch::Tensor> out;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) out[p.key()] = p.value().detach().to(torch::kCPU).contiguous();
+  for (auto& b : model.named_buffers()) out[b.key()] = b.value().detach().to(torch::kCPU).contiguous();
+  return out;
+}
+
+std::string load_weights(Model& model, const std::map<std::string, torch::Tensor>& tensors,
+                         bool allow_head_mismatch) {
+  std::map<std::string, torch::Tensor> targets;
+  for (auto& p : model.named_parameters()) targets[p.key()] = p.value();
+  for (auto& b : model.named_buffers()) targets[b.key()] = b.value();
+  const std::string head = model.head_prefix();
+
+  std::vector<std::string> unknown, missing, mismatched;
+  bool head_replaced = false;
+  for (auto& [name, t] : tensors)
+    if (!targets.count(name)) unknown.push_back(name);
+  for (auto& [name, target] : targets) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      missing.push_back(name);
+    } else if (it->second.sizes() != target.sizes()) {
+      if (allow_head_mismatch && in_head(name, head)) {
+        head_replaced = true;
+      } else {
+        mismatched.push_back(name + " (model " + shape_str(target) + ", file " + shape_str(it->second) + ")");
+      }
+    }
+  }
+  auto first = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size() && i < 5; ++i) s += (i ? ", " : "") + v[i];
+    if (v.size() > 5) s += ", ... (" + std::to_string(v.size()) + " in all)";
+    return s;
+  };
+  if (!unknown.empty() || !missing.empty() || !mismatched.empty()) {
+    std::string found;
+    if (!unknown.empty()) found += "unknown tensors " + first(unknown);
+    if (!missing.empty()) found += std::string(found.empty() ? "" : "; ") + "missing tensors " + first(missing);
+    if (!mismatched.empty()) found += std::string(found.empty() ? "" : "; ") + "other shapes: " + first(mismatched);
+    fail(ErrorKind::invalid, "weights", "the tensor names and shapes of torchvision's model", found,
+         "export the weights of the same torchvision architecture (scripts/export-torchvision-weights.py)");
+  }
+
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) {
+    if (head_replaced && in_head(name, head)) continue;
+    target.copy_(tensors.at(name).to(target.device(), target.scalar_type()));
+  }
+  if (!head_replaced) return "";
+  return "classifier head '" + head + "' has another number of classes in the weights; it was replaced by a "
+         "freshly initialized one";
+}
+
+}  // namespace frugal

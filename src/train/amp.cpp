@@ -1,0 +1,93 @@
+// Mixed precision: choosing a precision, autocast, and dynamic loss scaling.
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include "frugal/error.h"
+#include "frugal/train.h"
+
+namespace frugal {
+
+const char* to_string(AmpMode mode) {
+  switch (mode) {
+    case AmpMode::fp16: return "fp16";
+    case AmpMode::bf16: return "bf16";
+    default: return "off";
+  }
+}
+
+AmpMode parse_amp(const std::string& text) {
+  if (text == "off") return AmpMode::off;
+  if (text == "fp16") return AmpMode::fp16;
+  if (text == "bf16") return AmpMode::bf16;
+  fail(ErrorKind::usage, "--amp", "auto, fp16, bf16 or off", "'" + text + "'", "");
+}
+
+AmpMode choose_amp(const std::string& device_kind, int major, int /*minor*/) {
+  if (device_kind != "cuda") return AmpMode::off;
+  if (major >= 8) return AmpMode::bf16;
+  // fp16 tensor cores arrive with sm_70; sm_60 (P100) still runs fp16 at twice the fp32 rate.
+  if (major >= 6) return AmpMode::fp16;
+  return AmpMode::off;
+}
+
+AutocastGuard::AutocastGuard(torch::DeviceType device, AmpMode mode) : device_(device) {
+  if (mode == AmpMode::off) return;
+  active_ = true;
+  was_enabled_ = at::autocast::is_autocast_enabled(device);
+  was_dtype_ = at::autocast::get_autocast_dtype(device);
+  at::autocast::set_autocast_enabled(device, true);
+  at::autocast::set_autocast_dtype(device, mode == AmpMode::fp16 ? at::kHalf : at::kBFloat16);
+  at::autocast::increment_nesting();
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  // The cast-weight cache lives as long as the outermost autocast region.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(device_, was_enabled_);
+  at::autocast::set_autocast_dtype(device_, was_dtype_);
+}
+
+LossScaler::LossScaler(LossScalerOptions options, torch::Device device) : options_(options) {
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  scale_ = torch::full({1}, options_.enabled ? options_.init_scale : 1.0, f32);
+  growth_tracker_ = torch::zeros({1}, f32.dtype(torch::kInt32));
+  found_inf_ = torch::zeros({1}, f32);
+}
+
+torch::Tensor LossScaler::scale(const torch::Tensor& loss) const {
+  return options_.enabled ? loss * scale_.to(loss.dtype()) : loss;
+}
+
+bool LossScaler::unscale(const std::vector<torch::Tensor>& params) {
+  found_inf_.zero_();
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return true;
+  auto inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
+  // The kernel wants every gradient on found_inf's device and in one dtype family per call.
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv_scale);
+  return found_inf_.item<float>() == 0.0f;
+}
+
+void LossScaler::update() {
+  if (!options_.enabled) return;
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor, options_.backoff_factor,
+                         options_.growth_interval);
+}
+
+double LossScaler::scale_value() const { return scale_.item<float>(); }
+
+std::map<std::string, torch::Tensor> LossScaler::state() const {
+  return {{"loss_scaler.scale", scale_.detach().cpu().clone()},
+          {"loss_scaler.growth_tracker", growth_tracker_.detach().cpu().clone()}};
+}
+
+void LossScaler::load_state(const std::map<std::string, torch::Tensor>& state) {
+  torch::NoGradGuard no_grad;
+  if (auto it = state.find("loss_scaler.scale"); it != state.end()) scale_.copy_(it->second);
+  if (auto it = state.find("loss_scaler.growth_tracker"); it != state.end()) growth_tracker_.copy_(it->second);
+}
+
+}  // namespace frugal

@@ -1,0 +1,42 @@
+// TensorBoard event files (internal), written without TensorFlow or libprotobuf.
+//
+// A file is a sequence of TFRecords: u64 length, u32 masked CRC32C of the length bytes, the data,
+// u32 masked CRC32C of the data (all little-endian). Each record is an Event protobuf:
+//   wall_time double = 1, step int64 = 2, file_version string = 3 ("brain.Event:2", first record),
+//   summary Summary = 5 -> repeated Value value = 1 -> {tag string = 1, simple_value float = 2}.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace frugal {
+
+// CRC-32C (Castagnoli), as TFRecord uses it.
+std::uint32_t crc32c(std::string_view data);
+// TFRecord's masking: rotate right by 15 and add 0xa282ead8.
+std::uint32_t masked_crc32c(std::string_view data);
+// One TFRecord around `data`.
+std::string tf_record(std::string_view data);
+
+class EventWriter {
+ public:
+  // Creates DIR/events.out.tfevents.<unix time>.<host>.frugal and writes the version record.
+  explicit EventWriter(const std::filesystem::path& dir);
+  ~EventWriter();
+  EventWriter(const EventWriter&) = delete;
+  EventWriter& operator=(const EventWriter&) = delete;
+
+  void scalar(const std::string& tag, float value, std::int64_t step);
+  void flush();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  void write(const std::string& event);
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace frugal

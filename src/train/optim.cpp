@@ -1,0 +1,80 @@
+// Optimizers with decay / no-decay groups, the learning-rate schedule, and freezing.
+#include <cmath>
+
+#include "frugal/error.h"
+#include "frugal/train.h"
+
+namespace frugal {
+
+OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
+  OptimizerSetup setup;
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<std::pair<std::string, torch::Tensor>> decay_named, no_decay_named;
+  for (auto& p : model.named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    // Biases and norm scales/shifts are 1-D; decaying them only fights the normalization.
+    if (p.value().dim() <= 1) {
+      no_decay.push_back(p.value());
+      no_decay_named.emplace_back(p.key(), p.value());
+    } else {
+      decay.push_back(p.value());
+      decay_named.emplace_back(p.key(), p.value());
+    }
+  }
+  setup.params = decay_named;
+  setup.params.insert(setup.params.end(), no_decay_named.begin(), no_decay_named.end());
+  if (setup.params.empty())
+    fail(ErrorKind::usage, "--freeze", "some parameters left to train", "every parameter frozen",
+         "freeze fewer prefixes");
+
+  if (o.kind == OptimizerKind::adamw) {
+    using torch::optim::AdamWOptions;
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, std::make_unique<AdamWOptions>(AdamWOptions(o.lr).weight_decay(o.weight_decay)));
+    groups.emplace_back(no_decay, std::make_unique<AdamWOptions>(AdamWOptions(o.lr).weight_decay(0.0)));
+    setup.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), AdamWOptions(o.lr));
+  } else {
+    using torch::optim::SGDOptions;
+    auto opts = [&](double wd) {
+      return std::make_unique<SGDOptions>(SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(wd));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, opts(o.weight_decay));
+    groups.emplace_back(no_decay, opts(0.0));
+    setup.optimizer = std::make_unique<torch::optim::SGD>(std::move(groups), SGDOptions(o.lr));
+  }
+  return setup;
+}
+
+double cosine_lr(double base, std::int64_t step, std::int64_t warmup, std::int64_t total, double min_factor) {
+  if (warmup > 0 && step < warmup) return base * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  if (total <= warmup) return base;
+  double t = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
+  double factor = min_factor + (1.0 - min_factor) * 0.5 * (1.0 + std::cos(M_PI * t));
+  return base * factor;
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+int freeze(Model& model, const std::vector<std::string>& prefixes) {
+  int frozen = 0;
+  for (auto& prefix : prefixes) {
+    int matched = 0;
+    for (auto& p : model.named_parameters()) {
+      const std::string& name = p.key();
+      if (name == prefix || name.rfind(prefix + ".", 0) == 0) {
+        p.value().set_requires_grad(false);
+        ++matched;
+      }
+    }
+    if (matched == 0)
+      fail(ErrorKind::usage, "--freeze " + prefix, "a prefix of the model's parameter names (e.g. 'conv1', 'layer1')",
+           "no parameter under it", "list the names with a checkpoint viewer or see the torchvision model");
+    frozen += matched;
+  }
+  return frozen;
+}
+
+}  // namespace frugal

@@ -1,0 +1,153 @@
+// The accumulated training step (with OOM recovery) and evaluation.
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "frugal/data.h"
+#include "frugal/error.h"
+#include "frugal/progress.h"
+#include "frugal/train.h"
+#include "train/device.h"
+
+namespace frugal {
+namespace {
+
+// (B, C, H, W) uint8 on the host -> normalized float on the device.
+torch::Tensor prepare(const torch::Tensor& images, const StepOptions& o) {
+  auto x = images.to(o.device, /*non_blocking=*/true);
+  x = normalize(x, o.mean, o.std);
+  if (o.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  return x;
+}
+
+}  // namespace
+
+TrainStep::TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options)
+    : model_(model), optimizer_(optimizer), scaler_(scaler), options_(std::move(options)) {}
+
+std::vector<torch::Tensor> TrainStep::trainable() const {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model_.parameters())
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
+  std::int64_t total = 0;
+  for (auto& [images, labels] : batches) total += images.size(0);
+  optimizer_.zero_grad(/*set_to_none=*/true);
+  auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
+  auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
+  const std::int64_t micro = options_.micro_batch;
+  for (auto& [images, labels] : batches) {
+    for (std::int64_t start = 0; start < images.size(0); start += micro) {
+      std::int64_t end = std::min<std::int64_t>(start + micro, images.size(0));
+      if (before_micro_step) before_micro_step(micro_steps_);
+      ++micro_steps_;
+      auto x = prepare(images.slice(0, start, end), options_);
+      auto y = labels.slice(0, start, end).to(options_.device, /*non_blocking=*/true);
+      torch::Tensor loss;
+      {
+        AutocastGuard autocast(options_.device.type(), options_.amp);
+        loss = torch::nn::functional::cross_entropy(model_.forward(x).to(torch::kFloat32), y, ce);
+      }
+      // Mean over the micro-batch, weighted by its share: the sum is the whole step's mean.
+      double share = static_cast<double>(end - start) / static_cast<double>(total);
+      scaler_.scale(loss * share).backward();
+      loss_sum += loss.detach() * static_cast<double>(end - start);
+    }
+  }
+  StepResult result;
+  result.samples = total;
+  auto params = trainable();
+  bool finite = scaler_.unscale(params);
+  if (finite) {
+    if (options_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
+    optimizer_.step();
+  }
+  scaler_.update();
+  result.skipped = !finite;
+  result.loss = loss_sum.item<double>() / static_cast<double>(total);
+  return result;
+}
+
+StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
+  std::vector<torch::Tensor> buffers_before;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& b : model_.buffers()) buffers_before.push_back(b.clone());
+  }
+  bool recovered = false;
+  for (;;) {
+    try {
+      StepResult r = attempt(batches);
+      r.oom_recovered = recovered;
+      return r;
+    } catch (const c10::OutOfMemoryError& e) {
+      optimizer_.zero_grad(/*set_to_none=*/true);
+      {
+        torch::NoGradGuard no_grad;
+        auto buffers = model_.buffers();
+        for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(buffers_before[i]);
+      }
+      empty_device_cache(options_.device);
+      if (options_.micro_batch <= 1)
+        fail(ErrorKind::budget, "GPU memory", "room for a micro-batch of 1", "out of memory",
+             "use a smaller --image-size or model, --grad-checkpoint, --amp, or a larger --gpu-memory");
+      int smaller = options_.micro_batch / 2;
+      if (!oom_noted_)
+        note("out of GPU memory at micro-batch " + std::to_string(options_.micro_batch) + "; continuing with " +
+             std::to_string(smaller) + " and twice the accumulation (same effective batch)");
+      oom_noted_ = true;
+      options_.micro_batch = smaller;
+      recovered = true;
+    }
+  }
+}
+
+nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
+  nlohmann::json per = nlohmann::json::object();
+  for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)
+    per[classes[i]] = std::isnan(per_class[i]) ? nlohmann::json(nullptr) : nlohmann::json(per_class[i]);
+  return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
+}
+
+EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options) {
+  torch::NoGradGuard no_grad;
+  bool was_training = model.is_training();
+  model.eval();
+  auto dev = torch::TensorOptions().device(options.device);
+  auto loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
+  auto correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
+  auto count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
+  loader.start(0, 0);
+  while (auto batch = loader.next()) {
+    auto x = prepare(batch->images, options);
+    auto y = batch->labels.to(options.device, /*non_blocking=*/true);
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(options.device.type(), options.amp);
+      logits = model.forward(x).to(torch::kFloat32);
+    }
+    loss_sum += torch::nn::functional::cross_entropy(
+        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kFloat64);
+    auto hit = (logits.argmax(1) == y).to(torch::kInt64);
+    correct.index_add_(0, y, hit);
+    count.index_add_(0, y, torch::ones_like(y));
+  }
+  model.train(was_training);
+  EvalResult r;
+  auto c = correct.cpu(), n = count.cpu();
+  r.samples = n.sum().item<std::int64_t>();
+  if (r.samples == 0) return r;
+  r.loss = loss_sum.item<double>() / static_cast<double>(r.samples);
+  r.accuracy = static_cast<double>(c.sum().item<std::int64_t>()) / static_cast<double>(r.samples);
+  for (int i = 0; i < num_classes; ++i) {
+    auto ni = n[i].item<std::int64_t>();
+    r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
+  }
+  return r;
+}
+
+}  // namespace frugal

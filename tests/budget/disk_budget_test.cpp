@@ -1,0 +1,105 @@
+#include <gtest/gtest.h>
+
+#include "budget/fault_env.h"
+#include "frugal/budget.h"
+#include "frugal/fs.h"
+#include "frugal/run_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+namespace {
+
+using testing::FaultEnv;
+using testing::TempDir;
+
+void put(const fs::path& p, std::size_t bytes) {
+  fs::create_directories(p.parent_path());
+  write_file_atomic(p, std::string(bytes, 'x'));
+}
+
+TEST(ClassifyFile, SortsWorkspaceFilesByKind) {
+  EXPECT_EQ(classify_file("data/mnist.zip", false), FileKind::data);
+  EXPECT_EQ(classify_file("data/big.zip.part0003", false), FileKind::data);
+  EXPECT_EQ(classify_file("data/big.zip.manifest.json", false), FileKind::data);
+  EXPECT_EQ(classify_file("data/set.z01", false), FileKind::data);
+  EXPECT_EQ(classify_file("run/ckpt-e0001-s000010.safetensors", true), FileKind::checkpoint);
+  EXPECT_EQ(classify_file("run/best.safetensors", true), FileKind::checkpoint);
+  EXPECT_EQ(classify_file("run/best.safetensors.frugal-tmp-0123abcd", true), FileKind::temporary);
+  EXPECT_EQ(classify_file("data/big.zip.frugal-join", false), FileKind::temporary);
+  EXPECT_EQ(classify_file("run/metrics.jsonl", true), FileKind::other);
+  EXPECT_EQ(classify_file("weights.safetensors", false), FileKind::other);
+}
+
+TEST(MeasureUsage, AddsSizesByKind) {
+  TempDir dir;
+  put(dir / "data/a.zip", 1000);
+  put(dir / "run/config.json", 10);
+  put(dir / "run/ckpt-e0001-s000010.safetensors", 300);
+  put(dir / "run/x.safetensors.frugal-tmp-1234", 50);
+  auto u = measure_usage(dir.path());
+  EXPECT_EQ(u.data, 1000u);
+  EXPECT_EQ(u.checkpoints, 300u);
+  EXPECT_EQ(u.temporary, 50u);
+  EXPECT_EQ(u.other, 10u);
+}
+
+TEST(DiskBudget, LimitCountsAgainstWorkspaceUsage) {
+  TempDir dir;
+  put(dir / "data/a.zip", 4000);
+  FaultEnv env;
+  DiskBudget b(dir.path(), {.limit = 10000}, env);
+  EXPECT_EQ(b.available(), 6000u);
+  env.free_bytes = 100;
+  EXPECT_EQ(b.available(), 100u);
+}
+
+TEST(DiskBudget, MakeRoomRemovesTemporariesFirstThenEvictableOldestFirst) {
+  TempDir dir;
+  put(dir / "run/config.json", 0);
+  put(dir / "run/a.frugal-tmp-1", 1000);
+  put(dir / "run/live.frugal-tmp-2", 1000);
+  put(dir / "run/old1", 1000);
+  put(dir / "run/old2", 1000);
+  FaultEnv env;
+  DiskBudget b(dir.path(), {.limit = 4500}, env);
+  b.set_in_progress([&] { return std::vector<fs::path>{dir / "run/live.frugal-tmp-2"}; });
+  b.set_evictable([&] { return std::vector<fs::path>{dir / "run/old1", dir / "run/old2"}; });
+  EXPECT_TRUE(b.make_room(1000));  // temporary a goes; 1500 free
+  EXPECT_FALSE(fs::exists(dir / "run/a.frugal-tmp-1"));
+  EXPECT_TRUE(fs::exists(dir / "run/old1"));
+  EXPECT_TRUE(b.make_room(2000));  // then old1
+  EXPECT_FALSE(fs::exists(dir / "run/old1"));
+  EXPECT_TRUE(fs::exists(dir / "run/old2"));
+  EXPECT_TRUE(fs::exists(dir / "run/live.frugal-tmp-2"));
+}
+
+TEST(DiskBudget, NoRoomEvenAfterEvictionIsReportedAndRequireThrowsBudget) {
+  TempDir dir;
+  put(dir / "run/keep", 1000);
+  FaultEnv env;
+  DiskBudget b(dir.path(), {.limit = 1500}, env);
+  EXPECT_FALSE(b.make_room(1000));
+  EXPECT_TRUE(fs::exists(dir / "run/keep"));
+  try {
+    b.require(1000, "a checkpoint");
+    FAIL() << "expected a budget error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::budget);
+    EXPECT_NE(std::string(e.what()).find("--disk-budget"), std::string::npos);
+  }
+}
+
+TEST(DiskBudget, WatcherWarnsWhenLittleRoomIsLeft) {
+  TempDir dir;
+  FaultEnv env;
+  env.free_bytes = 100 << 20;  // 100 MiB < 512 MiB
+  DiskBudget b(dir.path(), {.watch_interval = std::chrono::seconds(3600)}, env);
+  b.start_watcher();  // checks once at start, then sleeps until stopped
+  for (int i = 0; i < 200 && !b.low_space_warned(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  b.stop_watcher();
+  EXPECT_TRUE(b.low_space_warned());
+}
+
+}  // namespace
+}  // namespace frugal

@@ -1,0 +1,92 @@
+// frugal du [DIR] [--budget SIZE] [--json]
+#include <cstdio>
+#include <filesystem>
+
+#include "cli.h"
+#include "commands.h"
+#include "frugal/budget.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/progress.h"
+#include "frugal/run_folder.h"
+#include "frugal/units.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal::cli {
+namespace {
+
+nlohmann::json usage_json(DiskUsage u) {
+  return {{"data", u.data}, {"checkpoints", u.checkpoints}, {"temporary", u.temporary}, {"other", u.other},
+          {"total", u.total()}};
+}
+
+}  // namespace
+
+int cmd_du(int argc, char** argv) {
+  CLI::App app("Disk use of a workspace by kind (data, checkpoints, temporary, other) against its budget", "du");
+  std::string dir = ".", budget_text;
+  bool json = false;
+  app.add_option("DIR", dir, "workspace folder (default: the current one)");
+  app.add_option("--budget", budget_text, "disk budget, e.g. 20G (default: the runs' disk_budget setting)");
+  app.add_flag("--json", json, "one JSON document on stdout");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(json);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail(ErrorKind::usage, dir, "a folder", fs::exists(dir, ec) ? "a file" : "nothing", "give a workspace folder");
+
+  auto runs = find_run_folders(dir);
+  std::optional<std::uint64_t> budget;
+  std::string source = "none";
+  if (!budget_text.empty()) {
+    budget = parse_size(budget_text);
+    source = "--budget";
+  } else if (auto b = budget_from_runs(runs)) {
+    budget = b->first;
+    source = b->second.string();
+  }
+  DiskUsage usage = measure_usage(dir);
+  std::uint64_t free = free_space(dir);
+  std::uint64_t available = free;
+  if (budget) available = std::min(free, usage.total() >= *budget ? 0 : *budget - usage.total());
+
+  nlohmann::json run_list = nlohmann::json::array();
+  std::uint64_t reclaimable_total = 0;
+  for (const auto& run : runs) {
+    auto entries = list_checkpoints(run, /*verify=*/false);
+    auto removable = checkpoints_to_delete(entries, retention_from_config(run));
+    std::uint64_t reclaim = 0;
+    for (const auto& p : removable) reclaim += fs::file_size(p, ec);
+    reclaimable_total += reclaim;
+    run_list.push_back({{"path", run.string()}, {"checkpoints", entries.size()}, {"reclaimable", reclaim}});
+  }
+
+  if (json) {
+    print_json({{"workspace", dir},
+                {"usage", usage_json(usage)},
+                {"budget", budget ? nlohmann::json(*budget) : nlohmann::json(nullptr)},
+                {"budget_source", source},
+                {"free", free},
+                {"available", available},
+                {"over_budget", budget && usage.total() > *budget},
+                {"reclaimable", reclaimable_total},
+                {"runs", run_list}});
+    return 0;
+  }
+  std::FILE* out = stdout_is_tty() ? stdout : stderr;
+  std::fprintf(out, "%-12s %12s\n", "kind", "size");
+  for (FileKind k : {FileKind::data, FileKind::checkpoint, FileKind::temporary, FileKind::other})
+    std::fprintf(out, "%-12s %12s\n", to_string(k), format_size(usage[k]).c_str());
+  std::fprintf(out, "%-12s %12s\n", "total", format_size(usage.total()).c_str());
+  if (budget)
+    std::fprintf(out, "budget       %12s (%s)%s\n", format_size(*budget).c_str(), source.c_str(),
+                 usage.total() > *budget ? "  OVER BUDGET" : "");
+  std::fprintf(out, "free on disk %12s; room left %s\n", format_size(free).c_str(), format_size(available).c_str());
+  if (reclaimable_total || usage.temporary)
+    std::fprintf(out, "frugal clean %s would free about %s\n", dir.c_str(),
+                 format_size(reclaimable_total + usage.temporary).c_str());
+  return 0;
+}
+
+}  // namespace frugal::cli
