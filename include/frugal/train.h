@@ -186,6 +186,7 @@ struct TrainConfig {
   bool grad_checkpoint = false, fresh = false, deterministic = false, json = false;
   std::string disk_budget, workspace, gpu_memory, deadline, save_every;
   int keep_best = 1, keep_last = 2;
+  bool delta = false;  // --delta: checkpoints between full ones store only changes (docs/formats.md)
 
   nlohmann::json to_json() const;
 };

@@ -31,7 +31,7 @@ nlohmann::json TrainConfig::to_json() const {
           {"warmup_fraction", warmup_fraction}, {"image_size", image_size}, {"workers", workers}, {"seed", seed},
           {"amp", amp}, {"grad_checkpoint", grad_checkpoint}, {"device", device}, {"disk_budget", disk_budget},
           {"workspace", workspace}, {"gpu_memory", gpu_memory}, {"deadline", deadline}, {"save_every", save_every},
-          {"keep_best", keep_best}, {"keep_last", keep_last}, {"deterministic", deterministic}};
+          {"keep_best", keep_best}, {"keep_last", keep_last}, {"delta", delta}, {"deterministic", deterministic}};
 }
 
 namespace {
@@ -195,6 +195,7 @@ void Run::resume() {
   CheckpointOptions co;
   co.retention.keep_best = c_.keep_best;
   co.retention.keep_last = c_.keep_last;
+  co.delta = c_.delta;
   manager_ = std::make_unique<CheckpointManager>(run_dir_, co);
   if (!c_.disk_budget.empty()) {
     DiskBudgetOptions bo;

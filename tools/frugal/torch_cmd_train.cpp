@@ -83,6 +83,7 @@ void add_options(CLI::App& app, TrainConfig& c, std::string& config_file) {
   app.add_option("--save-every", c.save_every, "checkpoint cadence: a DURATION or Nsteps (default: each epoch)");
   app.add_option("--keep-best", c.keep_best, "checkpoints kept for their validation accuracy");
   app.add_option("--keep-last", c.keep_last, "newest checkpoints kept");
+  app.add_flag("--delta", c.delta, "between full checkpoints, store only what changed (XOR + zstd)");
   app.add_flag("--fresh", c.fresh, "start over even if the run folder holds a checkpoint");
   app.add_flag("--deterministic", c.deterministic, "bitwise-reproducible on the CPU");
   app.add_flag("--json", c.json, "print a JSON summary on stdout");
