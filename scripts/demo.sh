@@ -35,7 +35,7 @@ ls -la "$ws/upload" >&2
 step "2. verify the parts, then train straight from them (no join)"
 frugal verify "$ws/upload/fashion-train.zip.manifest.json" || die "verify"
 train=(frugal train --data "$ws/upload/fashion-train.zip.manifest.json" --val-split 0.1 --model cnn
-       --run "$ws/runs/cnn" --epochs 3 --batch-size 128 --workers 2 --disk-budget "$budget"
+       --run "$ws/runs/cnn" --epochs 1 --batch-size 128 --workers 2 --disk-budget "$budget"
        --workspace "$ws" --seed 1)
 
 step "3. the first session is cut by its deadline (exit 75); the same command resumes and finishes"
