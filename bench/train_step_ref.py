@@ -10,17 +10,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def stage(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                         nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                         nn.MaxPool2d(2))
+def stage(cin, cout, pool):
+    layers = [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+    return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else []))
 
 
 class Cnn(nn.Module):
     def __init__(self, channels=1, classes=10):
         super().__init__()
-        self.features = nn.Sequential(stage(channels, 32), stage(32, 64))
-        self.fc1 = nn.Linear(64 * 7 * 7, 128)
+        self.features = nn.Sequential(stage(channels, 32, True), stage(32, 64, True), stage(64, 128, False))
+        self.fc1 = nn.Linear(128 * 7 * 7, 128)
         self.dropout = nn.Dropout(0.3)
         self.fc = nn.Linear(128, classes)
 

@@ -194,6 +194,12 @@ struct TrainConfig {
 // --init FILE: tensors of a safetensors file (a frugal checkpoint's trainer state left out).
 std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path);
 
+// Resuming with options that change what is learned (model, data, classes, schedule, seed, ...)
+// would silently mix two experiments: returns each such difference between a checkpoint's config
+// and the new one as "key: saved -> now" (empty when resuming is sound). Keys missing on either side
+// are not compared.
+std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlohmann::json& now);
+
 // Trains as configured; returns the process exit code (0 done, 75 stopped resumable).
 int run_training(const TrainConfig& config);
 

@@ -174,14 +174,15 @@ std::string build_efficientnet(Builder& b) {
   return b.linear(b.flatten(b.global_avg_pool(x)), "classifier.1");
 }
 
-// frugal's cnn: features.{0,1} = [conv, bn, relu, conv, bn, relu, maxpool(2)], then fc1, relu, fc.
+// frugal's cnn: features.N = [conv, bn, relu] + maxpool(2) for all but the last stage, then fc1,
+// relu, fc (see src/models/cnn.cpp).
 std::string build_cnn(Builder& b, int image_size) {
   std::string x = b.g.input_name;
   int side = image_size;
   for (int s = 0, stages = b.count("features"); s < stages; ++s) {
     const std::string p = "features." + std::to_string(s) + ".";
     x = b.relu(b.conv(x, p + "0", p + "1"));
-    x = b.relu(b.conv(x, p + "3", p + "4"));
+    if (s + 1 == stages) break;
     x = b.g.add("MaxPool", {x}, x + ".maxpool",
                 {onnx::ints_attr("kernel_shape", {2, 2}), onnx::ints_attr("strides", {2, 2})});
     side /= 2;

@@ -215,6 +215,18 @@ void Run::resume() {
   auto r = manager_->load_latest();
   if (!r) return;
   const Checkpoint& ck = r->ckpt;
+  nlohmann::json now = c_.to_json();
+  now["classes"] = classes_;
+  now["train_images"] = train_->size();
+  if (auto changes = learning_changes(ck.config, now); !changes.empty()) {
+    std::string list;
+    for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
+    fail(ErrorKind::usage, (run_dir_ / r->file.filename()).string(), "the options this run was started with",
+         list, "run the original command to resume, or add --fresh to start this run over with the new options");
+  }
+  if (ck.config.contains("data") && ck.config["data"] != now["data"])
+    note("the training data is now read from " + c_.data + " (was " + ck.config["data"].get<std::string>() +
+         "); same classes and image count, so the run resumes");
   load_weights(*model_, ck.weight_map(), false);
   load_optimizer_state(*opt_.optimizer, param_names(opt_), ck);
   std::map<std::string, torch::Tensor> scaler_state;
@@ -247,6 +259,7 @@ Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position,
   ck.metrics = last_metrics_;
   ck.config = c_.to_json();
   ck.config["classes"] = classes_;
+  ck.config["train_images"] = train_->size();
   if (last_val_accuracy_) {
     ck.metric_value = last_val_accuracy_;
     ck.metric_name = "val_accuracy";

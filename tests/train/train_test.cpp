@@ -157,7 +157,7 @@ TEST(Schedule, CosineWarmsUpLinearlyThenDecaysToZero) {
 
 TEST(Optimizer, NormsAndBiasesGetNoWeightDecayAndFrozenOnesAreLeftOut) {
   auto m = make_model("cnn", 10, 1);
-  EXPECT_EQ(freeze(*m, {"features.0"}), 6);
+  EXPECT_EQ(freeze(*m, {"features.0"}), 3);  // conv weight, bn weight and bias
   EXPECT_THROW(freeze(*m, {"features.9"}), Error);
   auto setup = make_optimizer(*m, {});
   auto& groups = setup.optimizer->param_groups();
