@@ -1,16 +1,24 @@
 // Measures frugal's zip reader for bench/verify.sh (no frugal debug sub-command needed):
 //   archive_read_bench open ZIP            best-of-3 seconds to open (parse the central directory)
-//   archive_read_bench random ZIP N SEED   seconds for N random single-entry reads, CRC-checked,
-//                                          on one thread, after opening once
+//   archive_read_bench random ZIP SEQ      seconds for the single-entry reads listed in SEQ (entry
+//                                          indices, little-endian uint32, drawn by bench/verify.sh so
+//                                          that Python reads the very same sequence), each looked up
+//                                          by name and CRC-checked, on one thread, after opening once
+//   archive_read_bench random ZIP SEQ by-index   the same, reading by entry index (frugal's loader
+//                                          keeps indices), to show what the name lookup costs
 // Prints one JSON line.
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "frugal/archive.h"
 #include "frugal/error.h"
@@ -31,7 +39,7 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: archive_read_bench open ZIP | random ZIP N SEED\n");
+    std::fprintf(stderr, "usage: archive_read_bench open ZIP | random ZIP SEQ [by-index]\n");
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
@@ -51,21 +59,40 @@ int main(int argc, char** argv) {
       std::printf("{\"entries\": %zu, \"open_seconds\": %.4f, \"open_cpu_seconds\": %.4f}\n", n, best, best_cpu);
       return 0;
     }
-    if (mode == "random" && argc >= 5) {
-      const long reads = std::atol(argv[3]);
+    if (mode == "random" && argc >= 4) {
+      const bool by_index = argc >= 5 && std::string(argv[4]) == "by-index";
       auto a = frugal::Archive::open(path);
-      std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
-      std::uniform_int_distribution<std::size_t> pick(0, a->entries().size() - 1);
+      std::ifstream seq_file(argv[3], std::ios::binary);
+      const std::string raw((std::istreambuf_iterator<char>(seq_file)), {});
+      if (!seq_file.is_open() || seq_file.bad() || raw.size() % 4 != 0) {
+        std::fprintf(stderr, "archive_read_bench: %s: expected little-endian uint32 entry indices\n", argv[3]);
+        return 2;
+      }
+      std::vector<std::uint32_t> seq(raw.size() / 4);
+      std::memcpy(seq.data(), raw.data(), raw.size());  // x86/ARM hosts are little-endian
+      // A name list, as Python's namelist(): each read looks its name up, as zf.read(name) does.
+      std::vector<std::string> names;
+      for (const auto& e : a->entries()) names.push_back(e.name);
+      if (std::any_of(seq.begin(), seq.end(), [&](std::uint32_t i) { return i >= names.size(); })) {
+        std::fprintf(stderr, "archive_read_bench: %s: an index past the %zu entries\n", argv[3], names.size());
+        return 2;
+      }
       std::vector<std::uint8_t> buf;
       std::uint64_t bytes = 0;
       auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();
-      for (long i = 0; i < reads; ++i) {
-        a->read(pick(rng), buf);  // inflates and checks size and CRC-32
+      for (const std::uint32_t i : seq) {
+        std::size_t at = i;
+        if (!by_index) {
+          const auto found = a->find(names[i]);
+          if (!found) throw frugal::Error(frugal::ErrorKind::invalid, "no entry named " + names[i]);
+          at = *found;
+        }
+        a->read(at, buf);  // inflates and checks size and CRC-32
         bytes += buf.size();
       }
       const double wall = seconds_since(t0), cpu = cpu_seconds() - c0;
-      std::printf("{\"reads\": %ld, \"bytes\": %llu, \"seconds\": %.4f, \"cpu_seconds\": %.4f}\n", reads,
+      std::printf("{\"reads\": %zu, \"bytes\": %llu, \"seconds\": %.4f, \"cpu_seconds\": %.4f}\n", seq.size(),
                   static_cast<unsigned long long>(bytes), wall, cpu);
       return 0;
     }
@@ -73,6 +100,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "archive_read_bench: %s\n", e.what());
     return 3;
   }
-  std::fprintf(stderr, "usage: archive_read_bench open ZIP | random ZIP N SEED\n");
+  std::fprintf(stderr, "usage: archive_read_bench open ZIP | random ZIP SEQ [by-index]\n");
   return 2;
 }

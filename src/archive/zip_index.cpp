@@ -1,5 +1,6 @@
 #include "archive/zip_index.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -26,6 +27,8 @@ struct EndRecord {
   bool zip64 = false;
   std::vector<std::uint64_t> disk_base;  // virtual offset of each disk's first byte
 };
+
+std::uint64_t name_hash(std::string_view name) { return xxh3_64(name.data(), name.size()); }
 
 bool add_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t& sum) { return __builtin_add_overflow(a, b, &sum); }
 
@@ -210,6 +213,17 @@ struct CentralParser {
   }
 };
 
+// 500,000 entries take 56 MB, touched once each while parsing: in 4 KiB pages that is 14,000 page
+// faults, a third of the time to open (measured). Transparent huge pages, where the kernel grants
+// them on request ("madvise" or "always" mode), cut that to a few dozen. Advice only: where it is
+// refused nothing changes.
+void advise_huge_pages(void* p, std::size_t n) {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 // Sorted by local header offset, each entry's smallest possible extent (header, name as in the
 // central directory, data) must end before the next entry's header and the directory itself.
 void check_layout(ZipIndex& idx, std::uint64_t cd_start, const std::string& where) {
@@ -257,6 +271,7 @@ ZipIndex build_zip_index(const ByteSource& src, const std::string& where, const 
   }
   CentralParser parser{cd, r.cd_size, r, where, NameDecoder(options.name_encoding)};
   idx.entries.reserve(r.entries);
+  advise_huge_pages(idx.entries.data(), idx.entries.capacity() * sizeof(ZipEntry));
   // Walk the whole directory rather than trusting the count: writers that predate Zip64 store the
   // count modulo 65536. Bytes after the last header (a digital-signature record) end the walk.
   auto count_ok = [&] {
@@ -280,9 +295,23 @@ void NameTable::build(std::vector<ZipEntry>& entries) {
   while (cap < entries.size() * 2) cap <<= 1;
   slots_.assign(cap, kEmpty);
   mask_ = cap - 1;
-  for (std::uint32_t i = 0; i < entries.size(); ++i) {
+  // Slots are hit at random, and for 500,000 names the table (8 MiB) is far larger than the cache:
+  // hashing kAhead names in advance and prefetching their slots overlaps those misses.
+  constexpr std::size_t kAhead = 16;
+  std::uint64_t ring[kAhead];
+  const std::size_t n = entries.size();
+  auto hash_of = [&](std::size_t i) { return name_hash(entries[i].name); };
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) {
+    ring[i] = hash_of(i);
+    __builtin_prefetch(&slots_[ring[i] & mask_]);
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint64_t h = ring[i % kAhead];
+    if (i + kAhead < n) {
+      ring[i % kAhead] = hash_of(i + kAhead);
+      __builtin_prefetch(&slots_[ring[i % kAhead] & mask_]);
+    }
     const std::string& name = entries[i].name;
-    const std::uint64_t h = xxh3_64(name.data(), name.size());
     const std::uint64_t tag = h >> 32;
     for (std::uint64_t s = h & mask_;; s = (s + 1) & mask_) {
       if (slots_[s] == kEmpty) {
@@ -299,7 +328,7 @@ void NameTable::build(std::vector<ZipEntry>& entries) {
 
 std::optional<std::uint32_t> NameTable::find(const std::vector<ZipEntry>& entries, std::string_view name) const {
   if (slots_.empty()) return std::nullopt;
-  const std::uint64_t h = xxh3_64(name.data(), name.size());
+  const std::uint64_t h = name_hash(name);
   for (std::uint64_t s = h & mask_;; s = (s + 1) & mask_) {
     if (slots_[s] == kEmpty) return std::nullopt;
     const auto i = static_cast<std::uint32_t>(slots_[s] & 0xffffffffu);

@@ -173,6 +173,76 @@ TEST(ZipRead, LargeStoredEntryIsReadInPiecesWithItsCrcChecked) {
   EXPECT_THROW(ar->read_to(1, [](std::span<const std::uint8_t>) {}), Error);
 }
 
+// A source that can only copy (no view()), as a split set is where an entry crosses two parts:
+// read() must take its copying path and agree with the mapped one.
+class CopyOnlySource final : public ByteSource {
+ public:
+  explicit CopyOnlySource(std::string data) : inner_(memory_byte_source(std::move(data), "copy.zip")) {}
+  std::uint64_t size() const override { return inner_->size(); }
+  void read_at(std::uint64_t offset, void* buf, std::size_t n) const override { inner_->read_at(offset, buf, n); }
+  std::vector<std::filesystem::path> files() const override { return inner_->files(); }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+};
+
+TEST(ZipRead, CopyingAndMappedReadsAgreeWithTheData) {
+  std::vector<TestEntry> entries;
+  std::vector<std::string> data;
+  for (int i = 0; i < 12; ++i) {
+    data.push_back(sample(i == 0 ? 0 : 300 * i + 7, 10 + i));
+    TestEntry e{"d/e" + std::to_string(i), data.back(), i % 2 == 1};
+    if (i % 3 == 0) e.local_extra = std::string("\xfe\xca\x03\x00" "abc", 7);  // local extra unlike the central one
+    entries.push_back(e);
+  }
+  const std::string zip = build_zip(entries);
+  auto mapped = open_memory(zip);
+  auto copying = Archive::open(std::make_unique<CopyOnlySource>(zip), "copy.zip");
+  std::vector<std::uint8_t> buf;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    mapped->read(i, buf);
+    EXPECT_EQ(buf, bytes(data[i])) << i;
+    copying->read(i, buf);  // reuses a buffer that held a longer entry: no stale bytes may remain
+    EXPECT_EQ(buf, bytes(data[i])) << i;
+  }
+}
+
+TEST(ZipRead, LocalNameUnlikeTheCentralOneIsRefusedOnBothReadPaths) {
+  std::string zip = build_zip({{"good", sample(500, 3), true}});
+  zip[30] ^= 0x20;  // first byte of the local header's name: 'g' -> 'G'
+  auto mapped = open_memory(zip);
+  auto copying = Archive::open(std::make_unique<CopyOnlySource>(zip), "copy.zip");
+  for (const Archive* ar : {mapped.get(), copying.get()}) {
+    try {
+      ar->read(0);
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid);
+      EXPECT_NE(std::string(e.what()).find("'Good'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ZipRead, DeflatedSizeOffByAFewBytesIsRefusedEitherWay) {
+  // Inflation runs with some slack past the declared size; a lie smaller than that slack must
+  // still be caught, in both directions.
+  const std::string data = sample(3000, 9);
+  for (const int delta : {-1, -7, 1, 7}) {
+    TestEntry e{"e", data, true};
+    e.size = static_cast<std::uint32_t>(static_cast<int>(data.size()) + delta);
+    auto ar = open_memory(build_zip({e}));
+    std::vector<std::uint8_t> buf;
+    try {
+      ar->read(0, buf);
+      FAIL() << "expected an error for a size off by " << delta;
+    } catch (const Error& err) {
+      EXPECT_EQ(err.kind(), ErrorKind::invalid);
+      const std::string want = delta < 0 ? "more when inflated" : "3000 bytes";
+      EXPECT_NE(std::string(err.what()).find(want), std::string::npos) << err.what();
+    }
+  }
+}
+
 TEST(ZipRead, MethodNamesCoverCommonMethods) {
   EXPECT_EQ(method_name(0), "stored");
   EXPECT_EQ(method_name(8), "deflate");
