@@ -43,19 +43,25 @@ if [[ ! -f $FASHION ]]; then
   "$PY" "$ROOT/scripts/make-fashion-zip.py" "$FASHION.tmp" --count 20000 >&2 && mv "$FASHION.tmp" "$FASHION"
 fi
 
+load_before=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
 py_photos=$(pin "$PY" "$RECIPE" "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 | rate)
 fr_photos=$(pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 --json | rate)
 tj_photos=$(pin "$BIN/tj_full_decode" "$PHOTOS" --workers 2 --seconds "$SECS" | rate)
 py_fashion=$(pin "$PY" "$RECIPE" "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 | rate)
 fr_fashion=$(pin "$BIN/frugal-torch" bench loader "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 --json | rate)
 
-"$PY" - "$py_photos" "$fr_photos" "$tj_photos" "$py_fashion" "$fr_fashion" <<'PYEOF'
+load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
+
+# The 1-minute load average before and after: on a shared machine the ratios are only
+# comparable at similar loads.
+"$PY" - "$py_photos" "$fr_photos" "$tj_photos" "$py_fashion" "$fr_fashion" "$load_before" "$load_after" <<'PYEOF'
 import json, sys
-py, fr, tj, pyf, frf = map(float, sys.argv[1:])
+py, fr, tj, pyf, frf, l0, l1 = map(float, sys.argv[1:])
+load = {"load_before": l0, "load_after": l1}
 print(json.dumps({"bench": "loader_vs_recipe_photos", "ratio": fr / py, "target": 4.0,
-                  "frugal_images_per_s": fr, "baseline_images_per_s": py}))
+                  "frugal_images_per_s": fr, "baseline_images_per_s": py, **load}))
 print(json.dumps({"bench": "loader_vs_tj_full_decode_photos", "ratio": fr / tj, "target": 0.8,
-                  "frugal_images_per_s": fr, "baseline_images_per_s": tj}))
+                  "frugal_images_per_s": fr, "baseline_images_per_s": tj, **load}))
 print(json.dumps({"bench": "loader_vs_recipe_fashion_mnist", "ratio": frf / pyf,
-                  "frugal_images_per_s": frf, "baseline_images_per_s": pyf}))
+                  "frugal_images_per_s": frf, "baseline_images_per_s": pyf, **load}))
 PYEOF

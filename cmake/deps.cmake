@@ -1,6 +1,8 @@
 # System libraries come from Debian's packages (scripts/setup.sh installs them).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+# libjpeg-turbo's libjpeg API: cropped decoding (jpeg_crop_scanline), which TurboJPEG 2.1 lacks.
+pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
 pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)

@@ -22,6 +22,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const frugal::Error&) {
   }
   try {
+    // Cropped + scaled JPEG decoding, on a box taken from the input's last bytes.
+    frugal::ImageInfo info = frugal::read_image_info(bytes, "fuzz", max_pixels);
+    if (info.format == frugal::ImageFormat::jpeg && size >= 4) {
+      frugal::CropBox b;
+      b.x = data[size - 2] % info.width;
+      b.y = data[size - 3] % info.height;
+      b.width = 1 + data[size - 4] % (info.width - b.x);
+      b.height = 1 + (data[size - 2] ^ data[size - 4]) % (info.height - b.y);
+      frugal::DecodeOptions o;
+      o.max_pixels = max_pixels;
+      o.channels = (knob & 3) == 1 ? 1 : (knob & 3) == 2 ? 3 : 0;
+      o.min_width = o.min_height = (knob & 32) ? 8 : 0;
+      frugal::Image region;
+      frugal::JpegRegion r = frugal::decode_jpeg_region(bytes, b, o, "fuzz", region);
+      if (r.x0 < 0 || r.y0 < 0 || r.x1 > region.width + 1e-9 || r.y1 > region.height + 1e-9 ||
+          region.pixels.size() != static_cast<std::size_t>(region.width) * region.height * region.channels)
+        __builtin_trap();
+    }
+  } catch (const frugal::Error&) {
+  }
+  try {
     frugal::TransformOptions t;
     t.image_size = 32;
     t.train = knob & 8;

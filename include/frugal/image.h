@@ -1,9 +1,9 @@
 // Image decoding and transforms on plain uint8 buffers (no LibTorch here).
 //
 // Decoders: JPEG through TurboJPEG (baseline, progressive, grayscale, CMYK/YCCK; DCT scaling when
-// the caller can use a smaller image), PNG through libspng (gray, palette, alpha, 16-bit). The
-// format is decided by the magic bytes, never by the file name. Every decoder checks the pixel
-// limit on the header, before it allocates.
+// the caller can use a smaller image) and, for crops, libjpeg's cropped + DCT-scaled decoding;
+// PNG through libspng (gray, palette, alpha, 16-bit). The format is decided by the magic bytes,
+// never by the file name. Every decoder checks the pixel limit on the header, before it allocates.
 //
 // Transforms follow torchvision: random-resized-crop (with its 10-try fallback), padded random
 // crop, horizontal flip, resize of the shorter side + center crop; resizing is bilinear with
@@ -88,6 +88,20 @@ struct CropBox {
   int x = 0, y = 0, width = 0, height = 0;
 };
 
+// Where a crop box lies in a decoded JPEG region (decode_jpeg_region).
+struct JpegRegion {
+  int scale_num = 8;                       // decoded at scale_num/8 of the full size
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;   // the box, in the region's pixel coordinates
+};
+
+// JPEG only: decodes just the part of the image that covers `box` (full-size pixel coordinates),
+// at the smallest DCT scale M/8 (M = 1, 2, 4 or 8: the fast ones) at which the box keeps at least
+// options.min_width x options.min_height pixels (0: full size). `out` may hold a few pixels more around the box (iMCU
+// snapping); inside the box its pixels are a full decode's at that scale. Channels, the pixel
+// limit and errors as decode_image; Error(usage) for a box outside the image.
+JpegRegion decode_jpeg_region(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
+                              const std::string& where, Image& out);
+
 // torchvision RandomResizedCrop.get_params: scale (0.08, 1), ratio (3/4, 4/3), 10 tries, then the
 // central crop clamped to the ratio range.
 CropBox random_resized_crop_box(int width, int height, Rng& rng, double scale_lo = 0.08,
@@ -102,6 +116,9 @@ void resize_bilinear_reference(const Image& in, double box_x0, double box_y0, do
                                double box_y1, int out_w, int out_h, Image& out);
 
 void flip_horizontal(Image& img);
+
+// (H, W, C) -> C planes of H x W at dst (width*height*channels bytes): a batch's layout.
+void to_planar(const Image& img, std::uint8_t* dst);
 
 // Zero padding on every side, then the window (x, y, w, h) of the padded image.
 void pad_crop(const Image& in, int pad, int x, int y, int w, int h, Image& out);

@@ -1,7 +1,6 @@
 // Decode threads fill whole batches; next() hands them out in order. A batch is a pure function
 // of (seed, epoch, its position), so the thread count never changes what comes out.
 #include <condition_variable>
-#include <cstring>
 #include <map>
 #include <sstream>
 #include <mutex>
@@ -81,19 +80,7 @@ Result Loader::State::build(std::int64_t ep, const std::vector<std::size_t>& sam
       data->record_bad(idx, e.what());
       continue;
     }
-    // (H, W, C) -> (C, H, W)
-    std::uint8_t* img = dst + kept * C * S * S;
-    const std::uint8_t* src = out.pixels.data();
-    if (C == 1) {
-      std::memcpy(img, src, static_cast<std::size_t>(S) * S);
-    } else {
-      const std::size_t plane = static_cast<std::size_t>(S) * S;
-      for (std::size_t p = 0; p < plane; ++p) {
-        img[p] = src[3 * p];
-        img[plane + p] = src[3 * p + 1];
-        img[2 * plane + p] = src[3 * p + 2];
-      }
-    }
+    to_planar(out, dst + kept * C * S * S);  // (H, W, C) -> (C, H, W), vectorised
     lab[kept++] = data->label(idx);
   }
   if (kept < static_cast<std::int64_t>(samples.size())) {

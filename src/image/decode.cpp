@@ -69,6 +69,14 @@ void decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& opti
   }
 }
 
+JpegRegion decode_jpeg_region(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
+                              const std::string& where, Image& out) {
+  if (options.channels != 0 && options.channels != 1 && options.channels != 3)
+    fail(ErrorKind::usage, "decode", "1 or 3 channels", std::to_string(options.channels), "");
+  if (sniff_format(bytes) != ImageFormat::jpeg) fail_unknown(bytes, where);
+  return detail::jpeg_decode_region(bytes, box, options, where, out);
+}
+
 Image decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& options, const std::string& where) {
   Image img;
   decode_image(bytes, options, where, img);

@@ -58,12 +58,26 @@ tjscalingfactor choose_scale(const Header& hd, int min_w, int min_h) {
   return best;
 }
 
+// libjpeg reports a truncated file as a warning and fills the rest with gray; we refuse it as PIL
+// does. Other warnings (extraneous bytes before a marker...) are benign and PIL accepts them too.
+void decompress(tjhandle h, std::span<const std::uint8_t> bytes, std::uint8_t* dst, int w, int hgt, int pf,
+                const std::string& where) {
+  int rc = tjDecompress2(h, bytes.data(), bytes.size(), dst, w, 0, hgt, pf, TJFLAG_LIMITSCANS);
+  if (rc == 0) return;
+  if (tjGetErrorCode(h) == TJERR_WARNING && std::strstr(tjGetErrorStr2(h), "Premature end") == nullptr) return;
+  fail_jpeg(h, where);
+}
+
+}  // namespace
+
 // Adobe CMYK JPEGs store inverted values; this is PIL's cmyk2rgb on the un-inverted ones, so the
 // result equals Image.open(f).convert("RGB").
+namespace {
 inline std::uint8_t muldiv255(int a, int b) {
   int t = a * b + 128;
   return static_cast<std::uint8_t>(((t >> 8) + t) >> 8);
 }
+}  // namespace
 
 void cmyk_to_rgb(const std::uint8_t* in, std::size_t pixels, std::uint8_t* out) {
   for (std::size_t i = 0; i < pixels; ++i, in += 4, out += 3) {
@@ -79,18 +93,6 @@ void rgb_to_luma(const std::uint8_t* in, std::size_t pixels, std::uint8_t* out) 
   for (std::size_t i = 0; i < pixels; ++i, in += 3)
     out[i] = static_cast<std::uint8_t>((in[0] * 19595 + in[1] * 38470 + in[2] * 7471 + 0x8000) >> 16);
 }
-
-// libjpeg reports a truncated file as a warning and fills the rest with gray; we refuse it as PIL
-// does. Other warnings (extraneous bytes before a marker...) are benign and PIL accepts them too.
-void decompress(tjhandle h, std::span<const std::uint8_t> bytes, std::uint8_t* dst, int w, int hgt, int pf,
-                const std::string& where) {
-  int rc = tjDecompress2(h, bytes.data(), bytes.size(), dst, w, 0, hgt, pf, TJFLAG_LIMITSCANS);
-  if (rc == 0) return;
-  if (tjGetErrorCode(h) == TJERR_WARNING && std::strstr(tjGetErrorStr2(h), "Premature end") == nullptr) return;
-  fail_jpeg(h, where);
-}
-
-}  // namespace
 
 ImageInfo jpeg_info(std::span<const std::uint8_t> bytes, const std::string& where, std::uint64_t max_pixels) {
   tjhandle h = thread_decompressor();

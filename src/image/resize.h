@@ -26,9 +26,13 @@ struct ResizeSpec {
   double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   int full_w = 0, full_h = 0;
   int ox = 0, oy = 0, out_w = 0, out_h = 0;
+  bool mirror = false;  // write the window flipped left-right (a horizontal flip for free)
 };
 
 void resize_window(const ImageView& in, const ResizeSpec& spec, Image& out);
 void resize_window_reference(const ImageView& in, const ResizeSpec& spec, Image& out);
+
+// Interleaved RGB -> three planes.
+void planes_from_rgb(const std::uint8_t* src, std::size_t pixels, std::uint8_t* r, std::uint8_t* g, std::uint8_t* b);
 
 }  // namespace frugal::detail

@@ -97,6 +97,14 @@ void flip_horizontal(Image& img) {
   }
 }
 
+void to_planar(const Image& img, std::uint8_t* dst) {
+  const std::size_t plane = static_cast<std::size_t>(img.width) * img.height;
+  if (img.channels == 3)
+    detail::planes_from_rgb(img.pixels.data(), plane, dst, dst + plane, dst + 2 * plane);
+  else
+    std::memcpy(dst, img.pixels.data(), plane * img.channels);
+}
+
 void pad_crop(const Image& in, int pad, int x, int y, int w, int h, Image& out) {
   const int C = in.channels;
   out.resize(w, h, C);
@@ -168,11 +176,10 @@ void transform_image(const Image& in_raw, const TransformOptions& t, std::uint64
     small_train(*in, t, rng, tmp, out);
   } else {
     CropBox b = random_resized_crop_box(in->width, in->height, rng);
-    detail::resize_window(detail::crop_view(*in, b.x, b.y, b.width, b.height),
-                          {0, 0, double(b.width), double(b.height), t.image_size, t.image_size, 0, 0,
-                           t.image_size, t.image_size},
-                          out);
-    if (rng.uniform() < 0.5) flip_horizontal(out);
+    ResizeSpec spec{0, 0, double(b.width), double(b.height), t.image_size, t.image_size, 0, 0,
+                    t.image_size, t.image_size};
+    spec.mirror = rng.uniform() < 0.5;
+    detail::resize_window(detail::crop_view(*in, b.x, b.y, b.width, b.height), spec, out);
   }
 }
 
@@ -195,22 +202,17 @@ void decode_transform(std::span<const std::uint8_t> bytes, const TransformOption
     resize_center_crop(scratch, eval_shorter(t), t.image_size, out);
     return;
   }
+  // Only the crop is decoded, at the smallest DCT scale that keeps it at least image_size.
   CropBox b = random_resized_crop_box(info.width, info.height, rng);
-  d.min_width = static_cast<int>(std::ceil(double(t.image_size) * info.width / b.width));
-  d.min_height = static_cast<int>(std::ceil(double(t.image_size) * info.height / b.height));
-  decode_image(bytes, d, where, scratch);
-  double fx = double(scratch.width) / info.width, fy = double(scratch.height) / info.height;
-  double x0 = b.x * fx, x1 = (b.x + b.width) * fx, y0 = b.y * fy, y1 = (b.y + b.height) * fy;
-  int vx0 = static_cast<int>(std::floor(x0)), vy0 = static_cast<int>(std::floor(y0));
-  int vx1 = std::min(scratch.width, static_cast<int>(std::ceil(x1)));
-  int vy1 = std::min(scratch.height, static_cast<int>(std::ceil(y1)));
-  x1 = std::min(x1, double(scratch.width));
-  y1 = std::min(y1, double(scratch.height));
-  detail::resize_window(detail::crop_view(scratch, vx0, vy0, vx1 - vx0, vy1 - vy0),
-                        {x0 - vx0, y0 - vy0, x1 - vx0, y1 - vy0, t.image_size, t.image_size, 0, 0, t.image_size,
-                         t.image_size},
-                        out);
-  if (rng.uniform() < 0.5) flip_horizontal(out);
+  d.min_width = d.min_height = t.image_size;
+  JpegRegion r = decode_jpeg_region(bytes, b, d, where, scratch);
+  int vx0 = static_cast<int>(std::floor(r.x0)), vy0 = static_cast<int>(std::floor(r.y0));
+  int vx1 = std::min(scratch.width, static_cast<int>(std::ceil(r.x1)));
+  int vy1 = std::min(scratch.height, static_cast<int>(std::ceil(r.y1)));
+  ResizeSpec spec{r.x0 - vx0, r.y0 - vy0, r.x1 - vx0, r.y1 - vy0, t.image_size, t.image_size, 0, 0,
+                  t.image_size, t.image_size};
+  spec.mirror = rng.uniform() < 0.5;  // the flip, drawn after the box as transform_image does
+  detail::resize_window(detail::crop_view(scratch, vx0, vy0, vx1 - vx0, vy1 - vy0), spec, out);
 }
 
 }  // namespace frugal

@@ -35,6 +35,15 @@ def save(name, img, fmt, **kw):
     img.save(path, fmt, **kw)
     write_ref(Path(name).stem, Image.open(path))
 
+# Sizes that are not multiples of the 16 px iMCU, so the last iMCU row and column are partial.
+large = Image.fromarray(photo(333, 251))
+large.save(out / "large420.jpg", "JPEG", quality=90)
+large.save(out / "large444.jpg", "JPEG", quality=90, subsampling=0)
+large.save(out / "large422.jpg", "JPEG", quality=90, subsampling=1)
+large.save(out / "large_progressive.jpg", "JPEG", quality=90, progressive=True)
+large.convert("L").save(out / "large_gray.jpg", "JPEG", quality=90)
+large.convert("CMYK").save(out / "large_cmyk.jpg", "JPEG", quality=90)
+
 rgb = Image.fromarray(photo(131, 97))
 save("baseline.jpg", rgb, "JPEG", quality=90)
 save("baseline444.jpg", rgb, "JPEG", quality=90, subsampling=0)

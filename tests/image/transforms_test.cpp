@@ -5,6 +5,7 @@
 
 #include "frugal/image.h"
 #include "image/fixtures.h"
+#include "image/resize.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -77,6 +78,30 @@ TEST(Resize, FastPathEqualsReference) {
       EXPECT_LE(diff(fast, ref).max, 1) << "channels " << c << " out " << k.w << "x" << k.h;
     }
   }
+}
+
+TEST(Resize, MirroredWindowIsTheFlippedWindow) {
+  for (int c : {1, 3}) {
+    Image src = synthetic(157, 113, c, 5 + c);
+    for (int w : {224, 40, 7}) {
+      detail::ResizeSpec spec{2.5, 1, 150, 110, w, 33, 0, 0, w, 33};
+      Image plain, mirrored;
+      detail::resize_window(detail::view_of(src), spec, plain);
+      spec.mirror = true;
+      detail::resize_window(detail::view_of(src), spec, mirrored);
+      flip_horizontal(plain);
+      EXPECT_EQ(plain.pixels, mirrored.pixels) << "channels " << c << " width " << w;
+    }
+  }
+}
+
+TEST(Transforms, PlanarLayoutSplitsTheChannels) {
+  Image img = synthetic(37, 5, 3, 8);
+  std::vector<std::uint8_t> planes(img.pixels.size());
+  to_planar(img, planes.data());
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 37; ++x)
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(planes[(c * 5 + y) * 37 + x], img.row(y)[x * 3 + c]);
 }
 
 TEST(RandomResizedCrop, BoxStaysInsideAndFollowsScaleAndRatio) {
