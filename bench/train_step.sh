@@ -2,12 +2,12 @@
 # Train-step throughput of frugal (C++) against eager PyTorch on the same `cnn`, batch, precision
 # (fp32) and thread count; median of TRIALS alternating trials. Prints one JSON line with the ratio.
 # Env: FRUGAL_BIN (default build/bin), FRUGAL_PYTHON (default .venv/bin/python), TRIALS (5),
-# BATCH (128), STEPS (20).
+# BATCH (128), STEPS (50: a trial of ~5 s; at 20 the ratio wandered by +-5% between runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${FRUGAL_BIN:-$here/../build/bin}
 py=${FRUGAL_PYTHON:-$here/../.venv/bin/python}
-trials=${TRIALS:-5} batch=${BATCH:-128} steps=${STEPS:-20}
+trials=${TRIALS:-5} batch=${BATCH:-128} steps=${STEPS:-50}
 [[ -x $bin/train_step_bench ]] || { echo "train_step_bench not built in $bin" >&2; exit 1; }
 cpp=() ref=()
 for ((i = 0; i < trials; i++)); do

@@ -12,7 +12,7 @@ TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}
 TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
 PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
-  libturbojpeg0-dev libspng-dev libpng-dev libdeflate-dev libzstd-dev libxxhash-dev libssl-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev libdeflate-dev libzstd-dev libxxhash-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libfuzzer-14-dev libclang-rt-14-dev python3 python3-venv dataset-fashion-mnist"
 
@@ -69,5 +69,18 @@ setup_venv() {
   echo "$want" > "$stamp"
 }
 
+# nvJPEG for `--decode gpu` (docs/gpu.md): PyPI's nvidia-nvjpeg at the version that the torch
+# wheel's CUDA (the cuda-toolkit meta-package it pulls) pins; CPU-only torch builds need none.
+install_nvjpeg() {
+  compgen -G ".venv/lib/python3*/site-packages/nvidia/cu*/include/nvjpeg.h" >/dev/null && return 0
+  local cuda
+  cuda=$(.venv/bin/python -m pip show cuda-toolkit 2>/dev/null | sed -n 's/^Version: //p')
+  [ -z "$cuda" ] && return 0
+  say "installing nvJPEG for CUDA $cuda into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "cuda-toolkit[nvjpeg]==$cuda" ||
+    say "nvJPEG could not be installed; frugal builds without GPU decoding"
+}
+
 install_debs
 setup_venv
+install_nvjpeg

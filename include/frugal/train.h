@@ -187,6 +187,9 @@ struct TrainConfig {
   std::string disk_budget, workspace, gpu_memory, deadline, save_every;
   int keep_best = 1, keep_last = 2;
   bool delta = false;  // --delta: checkpoints between full ones store only changes (docs/formats.md)
+  // "gpu": training batches decoded by nvJPEG and transformed on the GPU (GpuLoader; needs a CUDA
+  // device); "cpu": the CPU Loader. The CLI resolves --decode auto to one of them.
+  std::string decode = "cpu";
 
   nlohmann::json to_json() const;
 };

@@ -12,6 +12,7 @@
 #include "frugal/data.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
+#include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
 #include "frugal/units.h"
@@ -31,7 +32,8 @@ nlohmann::json TrainConfig::to_json() const {
           {"warmup_fraction", warmup_fraction}, {"image_size", image_size}, {"workers", workers}, {"seed", seed},
           {"amp", amp}, {"grad_checkpoint", grad_checkpoint}, {"device", device}, {"disk_budget", disk_budget},
           {"workspace", workspace}, {"gpu_memory", gpu_memory}, {"deadline", deadline}, {"save_every", save_every},
-          {"keep_best", keep_best}, {"keep_last", keep_last}, {"delta", delta}, {"deterministic", deterministic}};
+          {"keep_best", keep_best}, {"keep_last", keep_last}, {"delta", delta}, {"deterministic", deterministic},
+          {"decode", decode}};
 }
 
 namespace {
@@ -103,6 +105,7 @@ class Run {
   std::unique_ptr<TrainStep> step_;
   StepOptions step_options_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
+  std::unique_ptr<GpuLoader> gpu_train_loader_;  // instead of train_loader_ with --decode gpu
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<CheckpointWriter> writer_;
   std::unique_ptr<DiskBudget> budget_;
@@ -295,13 +298,14 @@ bool Run::should_stop(bool eval_due) {
 
 // Returns false when the run must stop (saved) before the epoch ends.
 bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
-  train_loader_->start(epoch, position);
+  if (gpu_train_loader_) gpu_train_loader_->start(epoch, position);
+  else train_loader_->start(epoch, position);
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
   for (;;) {
     Batches batches;
     std::int64_t next_position = position;
     for (int i = 0; i < c_.accum; ++i) {
-      auto b = train_loader_->next();
+      auto b = gpu_train_loader_ ? gpu_train_loader_->next() : train_loader_->next();
       if (!b) break;
       batches.emplace_back(b->images, b->labels);
       next_position = b->position;
@@ -384,12 +388,22 @@ int Run::execute() {
   lo.workers = c_.workers;
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
-  train_loader_ = std::make_unique<Loader>(train_, lo);
+  if (c_.decode == "gpu") {
+    if (!device_.is_cuda())
+      fail(ErrorKind::usage, "--decode gpu", "a CUDA device to train on", "device " + device_.str(),
+           "use --device cuda, or --decode cpu");
+    GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
+    go.device = device_.has_index() ? device_.index() : 0;
+    gpu_train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);
+  } else {
+    train_loader_ = std::make_unique<Loader>(train_, lo);
+  }
   lo.train = false;
   lo.shuffle = false;
   lo.batch_size = std::max(c_.batch_size, 256);
   val_loader_ = std::make_unique<Loader>(val_, lo);
-  steps_per_epoch_ = (train_loader_->batches_per_epoch() + c_.accum - 1) / c_.accum;
+  std::int64_t batches = gpu_train_loader_ ? gpu_train_loader_->batches_per_epoch() : train_loader_->batches_per_epoch();
+  steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
   log_ = std::make_unique<TrainLog>(c_.json);

@@ -1,4 +1,4 @@
-// frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--json]
+// frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto] [--json]
 //
 // The input pipeline alone (read + decode + augment, train transforms), in images/s. Like the
 // recipe's Python baseline, the clock starts after the first batch, so thread start-up and the
@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "frugal/data.h"
 #include "frugal/error.h"
+#include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
 
 namespace frugal::cli {
@@ -22,6 +23,7 @@ int bench_loader(int argc, char** argv) {
   double seconds = 20;
   bool json = false;
   DatasetOptions dopt;
+  std::string decode = "auto";
   app.add_option("ARCHIVE", archive, "dataset archive (zip or split set)")->required();
   app.add_option("--image-size", lo.image_size, "output side in pixels")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(CLI::PositiveNumber);
@@ -29,21 +31,32 @@ int bench_loader(int argc, char** argv) {
   app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--label-pattern", dopt.label_pattern, "regex with one capture group on file names");
   app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(CLI::IsMember({1, 3}));
+  app.add_option("--decode", decode, "cpu, gpu (nvJPEG + CUDA kernel) or auto (gpu when usable)")
+      ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu", "auto"}));
   app.add_flag("--json", json, "one JSON document on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
   auto ds = Dataset::open(archive, dopt);
-  Loader loader(ds, lo);
+  DecodeSelection sel = select_decode(decode, *ds);
+  note("decode: " + sel.reason);
+  std::unique_ptr<Loader> cpu_loader;
+  std::unique_ptr<GpuLoader> gpu_loader;
+  if (sel.gpu)
+    gpu_loader = std::make_unique<GpuLoader>(ds, lo);
+  else
+    cpu_loader = std::make_unique<Loader>(ds, lo);
+  auto start = [&](std::int64_t epoch) { sel.gpu ? gpu_loader->start(epoch) : cpu_loader->start(epoch); };
+  auto next = [&] { return sel.gpu ? gpu_loader->next() : cpu_loader->next(); };
   using clock = std::chrono::steady_clock;
   clock::time_point t0;
   bool started = false;
   std::uint64_t images = 0;
   double elapsed = 0;
   for (std::int64_t epoch = 0; elapsed <= seconds; ++epoch) {
-    loader.start(epoch);
+    start(epoch);
     bool any = false;
-    while (auto b = loader.next()) {
+    while (auto b = next()) {
       any = true;
       if (!started) {  // skip start-up and the first batch, as the baseline does
         started = true;
@@ -67,7 +80,10 @@ int bench_loader(int argc, char** argv) {
                 {"batch_size", lo.batch_size},
                 {"dataset_size", ds->size()},
                 {"channels", ds->channels()},
-                {"skipped", skipped.total()}});
+                {"skipped", skipped.total()},
+                {"decode", sel.gpu ? "gpu" : "cpu"},
+                {"decode_backend", sel.gpu ? gpu_loader->backend() : std::string("turbojpeg")},
+                {"cpu_decoded", sel.gpu ? gpu_loader->cpu_decoded() : images}});
   } else {
     std::fprintf(stderr, "%.1f images/s (%llu images in %.1f s, %d workers, %d px, %zu samples; skipped: %s)\n", rate,
                  static_cast<unsigned long long>(images), elapsed, lo.workers, lo.image_size, ds->size(),
@@ -81,7 +97,7 @@ int bench_loader(int argc, char** argv) {
 int cmd_bench(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "loader") {
     if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-      std::printf("frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--json]\n");
+      std::printf("frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto] [--json]\n");
       return 0;
     }
     std::fprintf(stderr, "frugal bench: expected a sub-command (loader), found %s\n",

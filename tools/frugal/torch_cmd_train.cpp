@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "frugal/error.h"
+#include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
 
@@ -89,6 +90,28 @@ void add_options(CLI::App& app, TrainConfig& c, std::string& config_file) {
   app.add_flag("--json", c.json, "print a JSON summary on stdout");
 }
 
+// --decode (docs/gpu.md), resolved before the run folder is touched: an impossible `gpu` is a
+// usage error naming what is missing; `auto` takes the GPU only when this build and machine can.
+void resolve_decode(const std::string& decode, TrainConfig& c) {
+  c.decode = "cpu";
+  if (decode == "cpu") return;
+  if (c.device == "cpu") {
+    if (decode == "gpu")
+      fail(ErrorKind::usage, "--decode gpu", "a CUDA device to train on", "--device cpu",
+           "use --device cuda (or auto), or --decode cpu");
+    note("decode: cpu (--device cpu)");
+    return;
+  }
+  DatasetOptions d;
+  d.label_pattern = c.label_pattern;
+  d.max_pixels = static_cast<std::uint64_t>(c.max_pixels);
+  d.channels = c.channels;
+  d.name_encoding = c.name_encoding;
+  DecodeSelection sel = select_decode(decode, *Dataset::open(c.data, d));  // Error(usage) for an impossible gpu
+  note("decode: " + sel.reason);
+  if (sel.gpu) c.decode = "gpu";
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -106,8 +129,12 @@ int cmd_train(int argc, char** argv) {
   CLI::App app("Train a model straight from an archive; resumable, within time and disk budgets.", "train");
   TrainConfig config;
   add_options(app, config, config.config_file);
+  std::string decode = "auto";
+  app.add_option("--decode", decode, "where JPEGs are decoded: cpu, gpu (nvJPEG) or auto")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
   if (int rc = parse(app, static_cast<int>(ptrs.size()), ptrs.data()); rc >= 0) return rc;
   Progress::set_quiet(config.json);
+  resolve_decode(decode, config);
   int rc = run_training(config);
   if (config.json) print_json({{"run", config.run}, {"exit_code", rc}});
   return rc;

@@ -1,0 +1,62 @@
+// The GPU input pipeline (docs/gpu.md): compressed bytes are read on the CPU, JPEGs decoded by
+// nvJPEG on the GPU, and one CUDA kernel does random-resized-crop (or resize + center crop),
+// flip and normalisation into a (B, C, H, W) tensor on the GPU. Crops and flips are drawn exactly
+// as the CPU Loader draws them for (seed, epoch, index); images nvJPEG does not take (PNG, .npy,
+// CMYK, ...) go through the CPU transforms and are uploaded.
+//
+// Same batching, order, resume and bad-image rules as Loader; only where the work runs differs.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frugal/data.h"
+
+namespace frugal {
+
+// `--decode cpu|gpu|auto` resolved for one dataset on this machine. `gpu` that cannot be honoured
+// (no CUDA in this build, no nvJPEG, no device, images of 64 px or less) throws Error(usage)
+// naming what is missing; `auto` picks the GPU only when all of it is there. `reason` is for the
+// log ("gpu (NVIDIA H200, nvJPEG)", "cpu (--decode auto: no CUDA device)").
+struct DecodeSelection {
+  bool gpu = false;
+  std::string reason;
+};
+DecodeSelection select_decode(const std::string& mode, const Dataset& dataset);
+
+struct GpuOutputOptions {
+  // kByte: the CPU Loader's uint8 levels (what TrainStep normalises). kFloat / kHalf: normalised
+  // in the kernel, (x / 255 - mean) / std per channel (one value: all channels).
+  torch::ScalarType dtype = torch::kByte;
+  std::vector<float> mean{0.5f}, std{0.5f};
+  int device = 0;  // CUDA device index
+};
+
+class GpuLoader {
+ public:
+  // Throws Error(usage) when this build or machine cannot decode on the GPU (see select_decode).
+  GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, GpuOutputOptions output = {});
+  ~GpuLoader();
+  GpuLoader(const GpuLoader&) = delete;
+  GpuLoader& operator=(const GpuLoader&) = delete;
+
+  void start(std::int64_t epoch, std::int64_t position = 0);
+  // images: (B, C, S, S) on the GPU, labels: (B) int64 on the CPU; nullopt at the end of the epoch.
+  std::optional<Batch> next();
+  std::int64_t batches_per_epoch() const;
+  std::uint64_t samples_seen() const;
+  std::uint64_t samples_bad() const;
+  std::uint64_t cpu_decoded() const;  // images that went through the CPU (not JPEG, or nvJPEG refused)
+  std::string backend() const;        // "hardware" or "cuda" once a batch was decoded, else ""
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace frugal

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs HERE, before scripts/gpu-check.sh runs on the lent GPU machine (no apt, no network there):
+# fills .gpu-carry/ (git-ignored; name it in the device call's `carry`) with
+#   debs/    the Debian packages frugal builds and links against (apt-get download), which the
+#            check unpacks with dpkg -x into a private prefix (never into /)
+#   nvjpeg/  nvJPEG's header and library from .venv (PyPI's nvidia-nvjpeg, scripts/setup.sh)
+# and checks that what travels stays well under the 64 MiB limit. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+carry=.gpu-carry
+say() { echo "gpu-prepare: $*" >&2; }
+
+# Runtime libraries, the -dev packages whose headers/CMake/pkg-config files the build reads, and
+# pkg-config itself (the GPU image may lack it). Bookworm names; the check reports the other OS.
+DEBS="libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libspng0 libspng-dev zlib1g-dev
+  libdeflate0 libdeflate-dev libzstd1 libzstd-dev libxxhash0 libxxhash-dev libssl3 libssl-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus3 libtomlplusplus-dev libgtest-dev libgmock-dev
+  libbenchmark1debian libbenchmark-dev pkgconf pkgconf-bin libpkgconf3 pkg-config"
+
+mkdir -p "$carry/debs" "$carry/nvjpeg/include" "$carry/nvjpeg/lib"
+missing=()
+for p in $DEBS; do
+  compgen -G "$carry/debs/${p}_*.deb" >/dev/null || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "downloading ${#missing[@]} packages: ${missing[*]}"
+  (cd "$carry/debs" && apt-get download -q "${missing[@]}" >/dev/null) || {
+    say "apt-get download failed; run 'apt-get update' (as root) and try again"; exit 1; }
+fi
+
+nv=$(ls -d .venv/lib/python3*/site-packages/nvidia/cu13 2>/dev/null | head -1 || true)
+if [ -z "$nv" ] || [ ! -f "$nv/include/nvjpeg.h" ]; then
+  say "nvJPEG not in .venv; run scripts/setup.sh (it installs nvidia-nvjpeg)"; exit 1
+fi
+cp -u "$nv/include/nvjpeg.h" "$carry/nvjpeg/include/"
+cp -u "$nv"/lib/libnvjpeg.so.* "$carry/nvjpeg/lib/"
+
+carry_mib=$(du -sm "$carry" | cut -f1)
+tree_mib=$(git ls-files -co --exclude-standard -z | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+say "$carry: ${carry_mib} MiB, working tree: ${tree_mib} MiB (limit 64 MiB together)"
+if [ $((carry_mib + tree_mib)) -ge 56 ]; then
+  say "too close to the 64 MiB transfer limit; remove large untracked files first"; exit 1
+fi

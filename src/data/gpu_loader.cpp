@@ -1,0 +1,402 @@
+// GpuLoader: the Loader's batching and ordering, with decoding and transforms on the GPU. Each
+// worker thread owns a CUDA stream, an nvJPEG decoder and its device buffers; a batch is complete
+// (its stream synchronised) before next() hands it out.
+#include "frugal/gpu_loader.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "frugal/archive.h"
+#include "frugal/error.h"
+#include "gpu/plan.h"
+
+#if FRUGAL_WITH_NVJPEG
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "gpu/cuda_util.h"
+#include "gpu/jpeg_decoder.h"
+#include "gpu/resize_kernel.h"
+#endif
+
+namespace frugal {
+
+DecodeSelection select_decode(const std::string& mode, const Dataset& dataset) {
+  gpu::DecodeMode m = gpu::parse_decode_mode(mode);
+  gpu::GpuAvailability g;
+  if (m != gpu::DecodeMode::cpu) g = gpu::probe_gpu();
+  gpu::DecodeChoice c = gpu::choose_decode(m, g, dataset.native_size() <= 64);
+  return {c.gpu, c.reason};
+}
+
+#if FRUGAL_WITH_NVJPEG
+namespace {
+
+struct Result {
+  torch::Tensor images, labels;
+  std::int64_t seen = 0, bad = 0, cpu = 0;
+  std::string first_error;
+  std::exception_ptr error;
+};
+
+// What one worker thread keeps between batches.
+struct Worker {
+  std::optional<c10::cuda::CUDAStream> stream;
+  std::unique_ptr<gpu::JpegDecoder> decoder;
+  gpu::DeviceBuffer uploads, jobs;
+  Image scratch, out;
+};
+
+gpu::Normalisation normalisation(const GpuOutputOptions& o, int channels) {
+  auto pick = [&](const std::vector<float>& v, int c) {
+    if (v.empty()) return 0.0f;
+    if (channels == 1 && v.size() > 1) {  // gray images with RGB statistics: their mean, as normalize() does
+      float m = 0;
+      for (float f : v) m += f;
+      return m / static_cast<float>(v.size());
+    }
+    return v[std::min<std::size_t>(c, v.size() - 1)];
+  };
+  gpu::Normalisation n;
+  for (int c = 0; c < 3; ++c) {
+    n.mean[c] = pick(o.mean, c);
+    float s = pick(o.std, c);
+    n.inv_std[c] = s != 0.0f ? 1.0f / s : 1.0f;
+  }
+  return n;
+}
+
+std::string percent(double f) {
+  std::ostringstream s;
+  s << f * 100 << "%";
+  return s.str();
+}
+
+}  // namespace
+
+struct GpuLoader::State {
+  std::shared_ptr<const Dataset> data;
+  LoaderOptions opt;
+  GpuOutputOptions output;
+  TransformOptions transform;
+  std::unique_ptr<Archive> archive;            // our own reader of the dataset's archive
+  std::vector<std::optional<std::size_t>> entry;  // per sample: its archive entry (none: an array item)
+
+  std::mutex mu;
+  std::condition_variable work_cv, ready_cv;
+  bool stop = false, active = false;
+  std::uint64_t generation = 0;
+  std::int64_t epoch = 0, start = 0, end = 0, claimed = 0, returned = 0, batches = 0;
+  std::vector<std::size_t> order;
+  std::map<std::int64_t, Result> ready;
+  std::int64_t seen = 0, bad = 0, cpu = 0;
+  std::string first_error, backend;
+  std::vector<std::thread> threads;
+
+  void worker();
+  Result build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples);
+};
+
+namespace {
+
+// One sample on its way through build(): where its pixels come from and how they are cut.
+struct Item {
+  std::size_t idx = 0;
+  std::uint64_t seed = 0;
+  std::span<const std::uint8_t> jpeg;  // empty: decoded on the CPU
+  std::vector<std::uint8_t> owned;     // deflated entries
+  gpu::JobPlan plan;
+  std::size_t upload = 0;              // offset of a CPU-transformed image in the upload buffer
+  bool cpu = false;
+};
+
+}  // namespace
+
+Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples) {
+  const int S = transform.image_size, C = data->channels();
+  c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(output.device));
+  if (!w.stream) w.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(output.device));
+  c10::cuda::CUDAStreamGuard stream_guard(*w.stream);
+  cudaStream_t stream = w.stream->stream();
+  if (!w.decoder) {
+    w.decoder = std::make_unique<gpu::JpegDecoder>(stream);
+    std::lock_guard<std::mutex> lock(mu);
+    backend = w.decoder->backend();
+  }
+  Result r;
+  const std::uint64_t epoch_seed = mix_seed(opt.seed, static_cast<std::uint64_t>(ep));
+  std::vector<Item> items;
+  items.reserve(samples.size());
+  auto bad_image = [&](std::size_t idx, const Error& e) {
+    if (e.kind() != ErrorKind::invalid && e.kind() != ErrorKind::unsupported) throw e;
+    ++r.bad;
+    if (r.first_error.empty()) r.first_error = e.what();
+    data->record_bad(idx, e.what());
+  };
+  // CPU side: bytes, header, and the crop drawn as the CPU loader draws it.
+  for (std::size_t idx : samples) {
+    ++r.seen;
+    Item it;
+    it.idx = idx;
+    it.seed = mix_seed(epoch_seed, idx);
+    it.cpu = true;
+    try {
+      if (entry[idx]) {
+        if (auto v = archive->stored_view(*entry[idx])) {
+          it.jpeg = *v;
+        } else {
+          archive->read(*entry[idx], it.owned);
+          it.jpeg = it.owned;
+        }
+        if (sniff_format(it.jpeg) == ImageFormat::jpeg) {
+          ImageInfo info = read_image_info(it.jpeg, data->path().string() + ":" + data->name(idx),
+                                           data->options().max_pixels);
+          if (auto p = gpu::plan_job(info.width, info.height, transform, it.seed)) {
+            it.plan = *p;
+            it.cpu = false;
+          }
+        }
+      }
+    } catch (const Error& e) {
+      bad_image(idx, e);
+      continue;
+    }
+    if (it.cpu) it.jpeg = {};
+    items.push_back(std::move(it));
+  }
+  // GPU decode of the JPEGs; what nvJPEG refuses joins the CPU list.
+  std::vector<std::span<const std::uint8_t>> jpegs;
+  std::vector<std::size_t> jpeg_item;
+  for (std::size_t k = 0; k < items.size(); ++k)
+    if (!items[k].cpu) {
+      jpegs.push_back(items[k].jpeg);
+      jpeg_item.push_back(k);
+    }
+  const auto& decoded = w.decoder->decode(jpegs, C);
+  for (std::size_t j = 0; j < jpegs.size(); ++j) {
+    Item& it = items[jpeg_item[j]];
+    const gpu::DeviceImage& d = decoded[j];
+    gpu::ResizeJob& job = it.plan.job;
+    // The plan came from TurboJPEG's reading of the header; a disagreement means the CPU decodes it.
+    if (!d.ok || it.plan.view_x + job.view_w > d.width || it.plan.view_y + job.view_h > d.height) {
+      it.cpu = true;
+      continue;
+    }
+    job.src = d.data + static_cast<std::size_t>(it.plan.view_y) * d.pitch + static_cast<std::size_t>(it.plan.view_x) * C;
+    job.pitch = d.pitch;
+    job.channels = C;
+  }
+  // CPU side of the rest: the CPU loader's own decode + transform, uploaded as S x S images.
+  std::vector<std::uint8_t> host;
+  std::vector<Item> kept;
+  kept.reserve(items.size());
+  for (Item& it : items) {
+    if (it.cpu) {
+      try {
+        data->load(it.idx, transform, it.seed, w.scratch, w.out);
+      } catch (const Error& e) {
+        bad_image(it.idx, e);
+        continue;
+      }
+      it.upload = host.size();
+      host.insert(host.end(), w.out.pixels.begin(), w.out.pixels.end());
+      ++r.cpu;
+    }
+    kept.push_back(std::move(it));
+  }
+  const auto n = static_cast<std::int64_t>(kept.size());
+  auto dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(output.device));
+  r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(output.dtype).device(dev));
+  r.labels = torch::empty({n}, torch::kInt64);
+  if (n == 0) return r;
+  auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1)));
+  if (!host.empty())
+    gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+  std::vector<gpu::ResizeJob> jobs(kept.size());
+  std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    jobs[k] = kept[k].cpu ? gpu::identity_job(uploads + kept[k].upload, S, C) : kept[k].plan.job;
+    labels[k] = data->label(kept[k].idx);
+  }
+  auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob)));
+  gpu::check_cuda(cudaMemcpyAsync(dev_jobs, jobs.data(), jobs.size() * sizeof(gpu::ResizeJob), cudaMemcpyHostToDevice,
+                                  stream),
+                  "cudaMemcpyAsync");
+  gpu::OutputType type = output.dtype == torch::kByte    ? gpu::OutputType::u8
+                         : output.dtype == torch::kHalf ? gpu::OutputType::f16
+                                                         : gpu::OutputType::f32;
+  gpu::launch_resize(dev_jobs, static_cast<int>(n), S, C, type, normalisation(output, C), r.images.data_ptr(), stream);
+  // Decode buffers, uploads and jobs are reused by the next batch, and `host` dies here.
+  gpu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return r;
+}
+
+void GpuLoader::State::worker() {
+  Worker w;
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    work_cv.wait(lock, [&] { return stop || (active && claimed < batches && claimed < returned + opt.prefetch_batches); });
+    if (stop) return;
+    std::int64_t k = claimed++;
+    std::uint64_t gen = generation;
+    std::int64_t ep = epoch;
+    std::int64_t from = start + k * opt.batch_size, to = std::min<std::int64_t>(from + opt.batch_size, end);
+    std::vector<std::size_t> samples(order.begin() + from, order.begin() + to);
+    lock.unlock();
+    Result r;
+    try {
+      r = build(w, ep, samples);
+    } catch (...) {
+      r.error = std::current_exception();
+    }
+    lock.lock();
+    if (gen == generation) {
+      ready[k] = std::move(r);
+      ready_cv.notify_all();
+    }
+  }
+}
+
+GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, GpuOutputOptions output)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
+  if (options.batch_size <= 0 || options.image_size <= 0)
+    fail(ErrorKind::usage, "GpuLoader", "a positive batch size and image size",
+         std::to_string(options.batch_size) + " and " + std::to_string(options.image_size), "");
+  select_decode("gpu", *dataset);  // throws, naming what is missing
+  if (output.dtype != torch::kByte && output.dtype != torch::kFloat && output.dtype != torch::kHalf)
+    fail(ErrorKind::usage, "GpuLoader", "uint8, float32 or float16 output", std::string(c10::toString(output.dtype)), "");
+  options.workers = std::max(1, options.workers);
+  options.prefetch_batches = std::max(1, options.prefetch_batches);
+  s.data = std::move(dataset);
+  s.opt = options;
+  s.output = std::move(output);
+  s.transform.image_size = options.image_size;
+  s.transform.train = options.train;
+  s.transform.small = false;  // select_decode refused small images
+  ArchiveOptions ao;
+  ao.name_encoding = s.data->options().name_encoding;
+  s.archive = Archive::open(s.data->path(), ao);
+  s.entry.resize(s.data->size());
+  for (std::size_t i = 0; i < s.data->size(); ++i) s.entry[i] = s.archive->find(s.data->name(i));
+  for (int i = 0; i < options.workers; ++i) s.threads.emplace_back([&s] { s.worker(); });
+}
+
+GpuLoader::~GpuLoader() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->work_cv.notify_all();
+  for (auto& t : state_->threads) t.join();
+}
+
+std::int64_t GpuLoader::batches_per_epoch() const {
+  std::int64_t n = static_cast<std::int64_t>(state_->data->size()), b = state_->opt.batch_size;
+  return state_->opt.drop_last ? n / b : (n + b - 1) / b;
+}
+
+void GpuLoader::start(std::int64_t epoch, std::int64_t position) {
+  State& s = *state_;
+  std::int64_t n = static_cast<std::int64_t>(s.data->size());
+  if (position < 0 || position > n)
+    fail(ErrorKind::usage, "GpuLoader::start", "a position in [0, " + std::to_string(n) + "]", std::to_string(position), "");
+  auto order = epoch_order(s.data->size(), s.opt.seed, epoch, s.opt.shuffle);
+  std::lock_guard<std::mutex> lock(s.mu);
+  ++s.generation;
+  s.ready.clear();
+  s.order = std::move(order);
+  s.epoch = epoch;
+  s.start = position;
+  std::int64_t left = n - position;
+  s.batches = s.opt.drop_last ? left / s.opt.batch_size : (left + s.opt.batch_size - 1) / s.opt.batch_size;
+  s.end = std::min(n, position + s.batches * s.opt.batch_size);
+  s.claimed = s.returned = 0;
+  s.seen = s.bad = 0;
+  s.first_error.clear();
+  s.active = true;
+  s.work_cv.notify_all();
+}
+
+std::optional<Batch> GpuLoader::next() {
+  State& s = *state_;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    if (!s.active) fail(ErrorKind::usage, "GpuLoader::next", "start(epoch) first", "a loader that was not started", "");
+    if (s.returned >= s.batches) return std::nullopt;
+    std::int64_t k = s.returned;
+    s.ready_cv.wait(lock, [&] { return s.ready.count(k) > 0; });
+    Result r = std::move(s.ready[k]);
+    s.ready.erase(k);
+    ++s.returned;
+    s.work_cv.notify_all();
+    if (r.error) std::rethrow_exception(r.error);
+    s.seen += r.seen;
+    s.bad += r.bad;
+    s.cpu += r.cpu;
+    if (s.first_error.empty()) s.first_error = r.first_error;
+    double limit = s.data->options().max_bad_fraction;
+    std::int64_t epoch_total = s.end - s.start;
+    if (s.bad > 0 && (s.bad > limit * epoch_total || (s.returned == s.batches && s.bad > limit * s.seen)))
+      fail(ErrorKind::invalid, s.data->path().string(),
+           "at most " + percent(limit) + " undecodable images (--max-bad-fraction)",
+           std::to_string(s.bad) + " of " + std::to_string(s.seen) + " seen failed, e.g. " + s.first_error,
+           "remove or replace the bad files, or raise --max-bad-fraction");
+    if (r.images.size(0) == 0) continue;
+    // The batch was made on a worker's stream; the caller's stream now uses it, so the caching
+    // allocator must not hand its memory back to the worker's stream before the caller is done.
+    c10::cuda::CUDACachingAllocator::recordStream(r.images.storage().data_ptr(),
+                                                  c10::cuda::getCurrentCUDAStream(r.images.device().index()));
+    Batch b;
+    b.images = std::move(r.images);
+    b.labels = std::move(r.labels);
+    b.epoch = s.epoch;
+    b.position = std::min(s.start + s.returned * s.opt.batch_size, s.end);
+    return b;
+  }
+}
+
+std::uint64_t GpuLoader::samples_seen() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return static_cast<std::uint64_t>(state_->seen);
+}
+std::uint64_t GpuLoader::samples_bad() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return static_cast<std::uint64_t>(state_->bad);
+}
+std::uint64_t GpuLoader::cpu_decoded() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return static_cast<std::uint64_t>(state_->cpu);
+}
+std::string GpuLoader::backend() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->backend;
+}
+
+#else  // no nvJPEG in this build: the constructor explains, nothing else is reachable
+
+struct GpuLoader::State {};
+
+GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions, GpuOutputOptions) {
+  if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
+  select_decode("gpu", *dataset);
+  fail(ErrorKind::usage, "--decode gpu", "a build with nvJPEG", "none", "see docs/gpu.md");
+}
+GpuLoader::~GpuLoader() = default;
+void GpuLoader::start(std::int64_t, std::int64_t) {}
+std::optional<Batch> GpuLoader::next() { return std::nullopt; }
+std::int64_t GpuLoader::batches_per_epoch() const { return 0; }
+std::uint64_t GpuLoader::samples_seen() const { return 0; }
+std::uint64_t GpuLoader::samples_bad() const { return 0; }
+std::uint64_t GpuLoader::cpu_decoded() const { return 0; }
+std::string GpuLoader::backend() const { return ""; }
+
+#endif
+
+}  // namespace frugal

@@ -1,0 +1,114 @@
+#include "gpu/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "frugal/error.h"
+
+namespace frugal::gpu {
+namespace {
+int py_round(double v) { return static_cast<int>(std::nearbyint(v)); }
+int eval_shorter(const TransformOptions& t) { return t.image_size * 256 / 224; }
+}  // namespace
+
+std::optional<JobPlan> plan_job(int width, int height, const TransformOptions& t, std::uint64_t seed) {
+  if (t.small || width <= 0 || height <= 0) return std::nullopt;
+  JobPlan p;
+  ResizeJob& j = p.job;
+  const int S = t.image_size;
+  if (t.train) {
+    // The draws of transform_image(): the crop box, then the flip.
+    Rng rng(seed);
+    CropBox b = random_resized_crop_box(width, height, rng);
+    p.view_x = b.x;
+    p.view_y = b.y;
+    j.view_w = b.width;
+    j.view_h = b.height;
+    j.x1 = static_cast<float>(b.width);
+    j.y1 = static_cast<float>(b.height);
+    j.full_w = j.full_h = S;
+    j.flip = rng.uniform() < 0.5 ? 1 : 0;
+    return p;
+  }
+  // resize_center_crop(shorter = S * 256 / 224, S): torchvision's integer sizes, then the window.
+  const int shorter = eval_shorter(t);
+  int new_w, new_h;
+  if (width <= height) {
+    new_w = shorter;
+    new_h = static_cast<int>(static_cast<double>(shorter) * height / width);
+  } else {
+    new_h = shorter;
+    new_w = static_cast<int>(static_cast<double>(shorter) * width / height);
+  }
+  int cw = std::min(S, new_w), ch = std::min(S, new_h);
+  j.view_w = width;
+  j.view_h = height;
+  j.x1 = static_cast<float>(width);
+  j.y1 = static_cast<float>(height);
+  j.full_w = new_w;
+  j.full_h = new_h;
+  j.ox = py_round((new_w - cw) / 2.0);
+  j.oy = py_round((new_h - ch) / 2.0);
+  return p;
+}
+
+ResizeJob identity_job(const std::uint8_t* src, int size, int channels) {
+  ResizeJob j;
+  j.src = src;
+  j.view_w = j.view_h = j.full_w = j.full_h = size;
+  j.x1 = j.y1 = static_cast<float>(size);
+  j.channels = channels;
+  j.pitch = size * channels;
+  return j;
+}
+
+void resize_on_host(const ResizeJob& job, int size, float* out) {
+  const std::size_t plane = static_cast<std::size_t>(size) * size;
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x) {
+      float v[3];
+      resize_pixel(job, size, x, y, v);
+      for (int c = 0; c < job.channels; ++c) out[c * plane + static_cast<std::size_t>(y) * size + x] = v[c];
+    }
+}
+
+DecodeMode parse_decode_mode(const std::string& text) {
+  if (text == "cpu") return DecodeMode::cpu;
+  if (text == "gpu") return DecodeMode::gpu;
+  if (text == "auto") return DecodeMode::automatic;
+  fail(ErrorKind::usage, "--decode", "cpu, gpu or auto", "'" + text + "'", "");
+}
+
+const char* to_string(DecodeMode mode) {
+  switch (mode) {
+    case DecodeMode::cpu: return "cpu";
+    case DecodeMode::gpu: return "gpu";
+    case DecodeMode::automatic: return "auto";
+  }
+  return "?";
+}
+
+DecodeChoice choose_decode(DecodeMode mode, const GpuAvailability& g, bool small_images) {
+  if (mode == DecodeMode::cpu) return {false, "cpu (--decode cpu)"};
+  std::string missing, hint;
+  if (!g.cuda_built) {
+    missing = "a build without CUDA (nvcc was not found when frugal was configured)";
+    hint = "install the CUDA toolkit and rebuild (docs/gpu.md), or use --decode cpu";
+  } else if (!g.nvjpeg_built) {
+    missing = "a build without nvJPEG";
+    hint = "run scripts/setup.sh (it installs nvidia-nvjpeg into .venv) and reconfigure, or use --decode cpu";
+  } else if (g.devices == 0) {
+    missing = "no CUDA device" + (g.problem.empty() ? std::string() : " (" + g.problem + ")");
+    hint = "run on a machine with an NVIDIA GPU and driver, or use --decode cpu";
+  } else if (small_images) {
+    missing = "images of 64 px or less (their padded-crop transforms run on the CPU only)";
+    hint = "use --decode cpu; decoding such small images is cheap on the CPU";
+  }
+  if (missing.empty()) return {true, "gpu (" + g.device_name + ", nvJPEG)"};
+  if (mode == DecodeMode::gpu)
+    fail(ErrorKind::usage, "--decode gpu", "a CUDA GPU, nvJPEG and photos larger than 64 px", missing, hint);
+  return {false, "cpu (--decode auto: " + missing + ")"};
+}
+
+}  // namespace frugal::gpu

@@ -1,0 +1,52 @@
+// The CPU half of the GPU batch path: where each image's crop comes from, drawn exactly as the
+// CPU loader draws it for (seed, epoch, index), and whether the GPU path is used at all.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "frugal/image.h"
+#include "gpu/resize_math.h"
+
+namespace frugal::gpu {
+
+// transform_image()'s geometry for a width x height source, as a ResizeJob whose view is given
+// in source pixels (view_x, view_y); the caller fills src/pitch/channels. nullopt for the small
+// (<= 64 px) transforms, which the GPU path leaves to the CPU.
+struct JobPlan {
+  int view_x = 0, view_y = 0;
+  ResizeJob job;
+};
+std::optional<JobPlan> plan_job(int width, int height, const TransformOptions& transform, std::uint64_t seed);
+
+// A job that copies an already transformed size x size image unchanged (CPU-decoded fallbacks).
+ResizeJob identity_job(const std::uint8_t* src, int size, int channels);
+
+// Runs `job` on the host into (C, size, size) floats 0..255 (unrounded); the kernel's reference.
+void resize_on_host(const ResizeJob& job, int size, float* out);
+
+// --- which decoder ----------------------------------------------------------------------------
+
+enum class DecodeMode { cpu, gpu, automatic };
+DecodeMode parse_decode_mode(const std::string& text);  // "cpu" | "gpu" | "auto"; Error(usage)
+const char* to_string(DecodeMode mode);
+
+// What this build and machine offer; probe_gpu() asks the CUDA runtime, tests build their own.
+struct GpuAvailability {
+  bool cuda_built = false;    // compiled with nvcc
+  bool nvjpeg_built = false;  // linked against nvJPEG
+  int devices = 0;
+  std::string device_name;    // of device 0
+  std::string problem;        // why devices is 0, from the CUDA runtime
+};
+GpuAvailability probe_gpu();
+
+struct DecodeChoice {
+  bool gpu = false;
+  std::string reason;  // for the log: "gpu (NVIDIA H200, nvJPEG)" or why the CPU was chosen
+};
+// `small_images`: the dataset's typical side is <= 64 px (padded-crop transforms, CPU only).
+// --decode gpu that cannot be honoured is Error(usage) naming what is missing and the fix.
+DecodeChoice choose_decode(DecodeMode mode, const GpuAvailability& gpu, bool small_images);
+
+}  // namespace frugal::gpu
