@@ -9,14 +9,14 @@
 # Same archive, 2 decode threads, 224 px random-resized-crop + flip. Builds nothing: expects
 # FRUGAL_BIN (default build/bin) with frugal, frugal-torch and tj_full_decode.
 # Env: BENCH_SECONDS (default 20), BENCH_DATA (cache folder for the generated archives),
-# RECIPE_LOADER (default /work/shared/bench/recipe_loader.py), FRUGAL_PYTHON (default .venv).
+# RECIPE_LOADER (default ../shared/bench/recipe_loader.py), FRUGAL_PYTHON (default .venv).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${FRUGAL_BIN:-$ROOT/build/bin}
 PY=${FRUGAL_PYTHON:-$ROOT/.venv/bin/python}
 SECS=${BENCH_SECONDS:-20}
 DATA=${BENCH_DATA:-$ROOT/build/bench-data}
-RECIPE=${RECIPE_LOADER:-/work/shared/bench/recipe_loader.py}
+RECIPE=${RECIPE_LOADER:-$ROOT/../shared/bench/recipe_loader.py}
 CPUS=${BENCH_CPUS:-0,1}
 mkdir -p "$DATA"
 for exe in frugal-torch tj_full_decode; do

@@ -61,7 +61,7 @@ std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, 
 // ---- Files --------------------------------------------------------------------------------------
 struct CompressOptions {
   double prune = 0;                          // fraction of conv/linear weights set to zero
-  PruneScope prune_scope = PruneScope::layer;
+  PruneScope prune_scope = PruneScope::global;
   WeightFormat weights = WeightFormat::float32;
   int finetune_epochs = 0;                   // recorded in the metadata
 };
