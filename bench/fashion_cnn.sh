@@ -13,8 +13,8 @@ idx=/usr/share/datasets/fashion-mnist
 [[ -x $bin/frugal ]] || { echo "bench/fashion_cnn.sh: $bin/frugal not built" >&2; exit 1; }
 [[ -f $idx/train-images-idx3-ubyte.gz ]] || { echo "bench/fashion_cnn.sh: $idx missing (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
 w=$(mktemp -d "${TMPDIR:-/tmp}/frugal-bench-fashion.XXXXXX"); trap 'rm -rf "$w"' EXIT
-"$bin/frugal" pack "$idx/train-images-idx3-ubyte.gz" -o "$w/train.zip" >/dev/null
-"$bin/frugal" pack "$idx/t10k-images-idx3-ubyte.gz" -o "$w/test.zip" >/dev/null
+"$bin/frugal" pack "$idx/train-images-idx3-ubyte.gz" -o "$w/train.zip" >/dev/null 2>"$w/pack.log" || { cat "$w/pack.log" >&2; exit 1; }
+"$bin/frugal" pack "$idx/t10k-images-idx3-ubyte.gz" -o "$w/test.zip" >/dev/null 2>"$w/pack.log" || { cat "$w/pack.log" >&2; exit 1; }
 pin=()
 command -v taskset >/dev/null && [ "$(nproc)" -gt "$threads" ] && pin=(taskset -c "0-$((threads - 1))")
 t0=$(date +%s.%N)

@@ -1,5 +1,5 @@
 // Times frugal's training step (TrainStep: normalize, forward, cross-entropy, backward, AdamW with
-// decay groups) on one fixed batch; prints {"images_per_s": ...} for bench/train_step.sh.
+// decay groups, channels-last as in `frugal train`) on one fixed batch; prints {"images_per_s": ...} for bench/train_step.sh.
 // Usage: train_step_bench MODEL BATCH IMAGE_SIZE CHANNELS STEPS
 #include <chrono>
 #include <cstdio>
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   auto model = frugal::make_model(name, 10, channels);
   model->train();
+  frugal::to_channels_last(*model);  // as `frugal train` does on every device
   frugal::OptimizerOptions o;
   auto opt = frugal::make_optimizer(*model, o);
   frugal::LossScaler scaler({.enabled = false});
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   s.micro_batch = batch;
   s.mean.assign(channels, 0.5f);
   s.std.assign(channels, 0.5f);
+  s.channels_last = true;
   frugal::TrainStep step(*model, *opt.optimizer, scaler, s);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> data = {
       {torch::randint(0, 256, {batch, channels, size, size}, torch::kUInt8), torch::randint(0, 10, {batch}, torch::kInt64)}};

@@ -1,6 +1,8 @@
 """Eager PyTorch reference for bench/train_step.sh: the same `cnn` as frugal's (src/models/cnn.cpp),
 the same batch, precision (fp32), threads and optimizer (AdamW, decay on >1-D weights only).
-Usage: train_step_ref.py BATCH STEPS  -> {"images_per_s": ...}"""
+Usage: train_step_ref.py BATCH STEPS [channels_last]  -> {"images_per_s": ...}
+Without the third argument the model runs as the recipe writes it (default memory format); with
+it, in channels-last as frugal runs it, to separate the format's gain from the rest."""
 import json
 import sys
 import time
@@ -31,8 +33,11 @@ class Cnn(nn.Module):
 
 def main():
     batch, steps = int(sys.argv[1]), int(sys.argv[2])
+    channels_last = len(sys.argv) > 3 and sys.argv[3] == "channels_last"
     torch.manual_seed(0)
     model = Cnn().train()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
     decay = [p for p in model.parameters() if p.dim() > 1]
     no_decay = [p for p in model.parameters() if p.dim() <= 1]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
@@ -42,6 +47,8 @@ def main():
     def step():
         opt.zero_grad(set_to_none=True)
         x = (images.float() / 255 - 0.5) / 0.5
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         loss = F.cross_entropy(model(x), labels)
         loss.backward()
         opt.step()

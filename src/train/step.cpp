@@ -17,11 +17,22 @@ namespace {
 torch::Tensor prepare(const torch::Tensor& images, const StepOptions& o) {
   auto x = images.to(o.device, /*non_blocking=*/true);
   x = normalize(x, o.mean, o.std);
-  if (o.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  if (o.channels_last) x = as_channels_last(x);
   return x;
 }
 
 }  // namespace
+
+torch::Tensor as_channels_last(const torch::Tensor& t) {
+  if (t.dim() != 4 || t.stride(1) == 1) return t.dim() == 4 ? t.contiguous(torch::MemoryFormat::ChannelsLast) : t;
+  return torch::empty(t.sizes(), t.options().memory_format(torch::MemoryFormat::ChannelsLast)).copy_(t);
+}
+
+void to_channels_last(Model& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(as_channels_last(p.data()));
+}
 
 TrainStep::TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options)
     : model_(model), optimizer_(optimizer), scaler_(scaler), options_(std::move(options)) {}
