@@ -127,4 +127,8 @@ torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>
 // The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch).
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle);
 
+// Batches of `batch` that `samples` make: a last partial batch counts unless drop_last. Shared by
+// Loader and GpuLoader, whose batching must agree.
+std::int64_t batch_count(std::int64_t samples, std::int64_t batch, bool drop_last);
+
 }  // namespace frugal

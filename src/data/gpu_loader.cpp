@@ -299,7 +299,7 @@ GpuLoader::~GpuLoader() {
 
 std::int64_t GpuLoader::batches_per_epoch() const {
   std::int64_t n = static_cast<std::int64_t>(state_->data->size()), b = state_->opt.batch_size;
-  return state_->opt.drop_last ? n / b : (n + b - 1) / b;
+  return batch_count(n, b, state_->opt.drop_last);
 }
 
 void GpuLoader::start(std::int64_t epoch, std::int64_t position) {
@@ -315,7 +315,7 @@ void GpuLoader::start(std::int64_t epoch, std::int64_t position) {
   s.epoch = epoch;
   s.start = position;
   std::int64_t left = n - position;
-  s.batches = s.opt.drop_last ? left / s.opt.batch_size : (left + s.opt.batch_size - 1) / s.opt.batch_size;
+  s.batches = batch_count(left, s.opt.batch_size, s.opt.drop_last);
   s.end = std::min(n, position + s.batches * s.opt.batch_size);
   s.claimed = s.returned = 0;
   s.seen = s.bad = 0;

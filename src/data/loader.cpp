@@ -11,6 +11,10 @@
 
 namespace frugal {
 
+std::int64_t batch_count(std::int64_t samples, std::int64_t batch, bool drop_last) {
+  return drop_last ? samples / batch : (samples + batch - 1) / batch;
+}
+
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle) {
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
@@ -145,7 +149,7 @@ Loader::~Loader() {
 
 std::int64_t Loader::batches_per_epoch() const {
   std::int64_t n = static_cast<std::int64_t>(state_->data->size()), b = state_->opt.batch_size;
-  return state_->opt.drop_last ? n / b : (n + b - 1) / b;
+  return batch_count(n, b, state_->opt.drop_last);
 }
 
 void Loader::start(std::int64_t epoch, std::int64_t position) {
@@ -162,7 +166,7 @@ void Loader::start(std::int64_t epoch, std::int64_t position) {
   s.epoch = epoch;
   s.start = position;
   std::int64_t left = n - position;
-  s.batches = s.opt.drop_last ? left / s.opt.batch_size : (left + s.opt.batch_size - 1) / s.opt.batch_size;
+  s.batches = batch_count(left, s.opt.batch_size, s.opt.drop_last);
   s.end = std::min(n, position + s.batches * s.opt.batch_size);
   s.claimed = s.returned = 0;
   s.seen = s.bad = 0;
