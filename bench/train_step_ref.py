@@ -1,8 +1,9 @@
 """Eager PyTorch reference for bench/train_step.sh: the same `cnn` as frugal's (src/models/cnn.cpp),
 the same batch, precision (fp32), threads and optimizer (AdamW, decay on >1-D weights only).
-Usage: train_step_ref.py BATCH STEPS [channels_last]  -> {"images_per_s": ...}
+Usage: train_step_ref.py BATCH STEPS [channels_last] [bf16]  -> {"images_per_s": ...}
 Without the third argument the model runs as the recipe writes it (default memory format); with
-it, in channels-last as frugal runs it, to separate the format's gain from the rest."""
+it, in channels-last as frugal runs it, to separate the format's gain from the rest. With bf16, the
+forward pass runs under CPU autocast to bfloat16 (as `frugal train --amp bf16`)."""
 import json
 import sys
 import time
@@ -27,13 +28,16 @@ class Cnn(nn.Module):
 
     def forward(self, x):
         x = self.features(x)
-        x = F.adaptive_avg_pool2d(x, (7, 7)).flatten(1)
+        if x.shape[-2:] != (7, 7):  # as frugal's forward: the identity pool is skipped at 28x28
+            x = F.adaptive_avg_pool2d(x, (7, 7))
+        x = x.flatten(1)
         return self.fc(self.dropout(F.relu(self.fc1(x))))
 
 
 def main():
     batch, steps = int(sys.argv[1]), int(sys.argv[2])
-    channels_last = len(sys.argv) > 3 and sys.argv[3] == "channels_last"
+    channels_last = "channels_last" in sys.argv[3:]
+    bf16 = "bf16" in sys.argv[3:]
     torch.manual_seed(0)
     model = Cnn().train()
     if channels_last:
@@ -49,7 +53,8 @@ def main():
         x = (images.float() / 255 - 0.5) / 0.5
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        loss = F.cross_entropy(model(x), labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x), labels)
         loss.backward()
         opt.step()
         return loss.item()
@@ -60,7 +65,7 @@ def main():
     for _ in range(steps):
         step()
     secs = time.perf_counter() - t0
-    print(json.dumps({"images_per_s": batch * steps / secs, "threads": torch.get_num_threads()}))
+    print(json.dumps({"images_per_s": batch * steps / secs, "threads": torch.get_num_threads(), "bf16": bf16}))
 
 
 main()

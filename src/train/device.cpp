@@ -2,6 +2,7 @@
 #include "train/device.h"
 
 #include <ATen/Context.h>
+#include <ATen/cpu/Utils.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -33,6 +34,15 @@ AmpMode auto_amp(const torch::Device& device) {
   if (!device.is_cuda()) return choose_amp("cpu", 0, 0);
   const cudaDeviceProp& prop = *at::cuda::getDeviceProperties(device.index());
   return choose_amp("cuda", prop.major, prop.minor);
+}
+
+bool cpu_has_native_bf16() {
+  const auto caps = at::cpu::get_cpu_capabilities();  // cpuinfo's view, the one oneDNN dispatches on
+  auto has = [&caps](const char* key) {
+    auto it = caps.find(key);
+    return it != caps.end() && it->second.isBool() && it->second.toBool();
+  };
+  return has("amx_bf16") || has("avx512_bf16");
 }
 
 void empty_device_cache(const torch::Device& device) {

@@ -17,6 +17,10 @@ torch::Device pick_device(const std::string& text);
 // choose_amp() for this device (compute capability read from the GPU).
 AmpMode auto_amp(const torch::Device& device);
 
+// Whether the CPU computes bf16 in hardware (AMX-BF16 or AVX512-BF16), as oneDNN uses it: there
+// CPU autocast to bf16 trains faster than fp32; elsewhere it is emulated and slower.
+bool cpu_has_native_bf16();
+
 // Frees the CUDA caching allocator's unused blocks (no-op on the CPU).
 void empty_device_cache(const torch::Device& device);
 

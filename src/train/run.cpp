@@ -153,6 +153,11 @@ void Run::build_model() {
   amp_ = c_.amp == "auto" ? auto_amp(device_) : parse_amp(c_.amp);
   if (!c_.gpu_memory.empty()) limit_gpu_memory(device_, parse_size(c_.gpu_memory));
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
+  // On the CPU `auto` stays fp32 (results comparable across machines); say when bf16 would pay.
+  if (!device_.is_cuda() && amp_ == AmpMode::off && c_.amp == "auto" && cpu_has_native_bf16())
+    note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): --amp bf16 trains ~1.5x faster (cnn on 2 cores)");
+  if (!device_.is_cuda() && amp_ == AmpMode::bf16 && !cpu_has_native_bf16())
+    note("warning: this CPU has no bf16 instructions, so --amp bf16 is emulated and slower than --amp off");
 
   torch::manual_seed(c_.seed);
   model_ = make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "frugal/error.h"
 #include "frugal/train.h"
+#include "train/device.h"
 #include "train/events.h"
 
 namespace frugal {
@@ -59,6 +61,23 @@ TEST(Amp, AutoPicksFp16OnP100Bf16OnAmpereOffOnCpu) {
   EXPECT_EQ(choose_amp("cuda", 9, 0), AmpMode::bf16);
   EXPECT_EQ(choose_amp("cpu", 0, 0), AmpMode::off);
   EXPECT_THROW(parse_amp("fp8"), Error);
+}
+
+// The hint `frugal train` gives on the CPU rests on this; the kernel's flags are an independent view.
+TEST(Amp, CpuBf16DetectionAgreesWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string line;
+  bool flags_seen = false, bf16 = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    flags_seen = true;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) bf16 = bf16 || w == "amx_bf16" || w == "avx512_bf16";
+    break;
+  }
+  if (!flags_seen) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
+  EXPECT_EQ(cpu_has_native_bf16(), bf16);
 }
 
 TEST(TrainStep, AccumulatedStepHasTheGradientOfOneBigBatch) {
