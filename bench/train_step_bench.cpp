@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   }
   std::string name = argv[1];
   int batch = std::atoi(argv[2]), size = std::atoi(argv[3]), channels = std::atoi(argv[4]), steps = std::atoi(argv[5]);
+  frugal::keep_freed_host_memory();  // as frugal-torch does
   torch::manual_seed(0);
   auto model = frugal::make_model(name, 10, channels);
   model->train();

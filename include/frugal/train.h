@@ -26,9 +26,19 @@ const char* to_string(AmpMode mode);
 AmpMode parse_amp(const std::string& text);
 
 // `--amp auto`: fp16 on CUDA before sm_80 (P100 sm_60, V100, T4: no fast bf16), bf16 on sm_80+,
-// off on the CPU (bf16 autocast there is slower than fp32 on CPUs without AMX).
+// off on the CPU (bf16 autocast there is slower than fp32 on CPUs without AMX; on CPUs with it,
+// `frugal train` suggests --amp bf16, see cpu_has_native_bf16()).
 // `device_kind`: "cpu" or "cuda"; major/minor: the compute capability (ignored on the CPU).
 AmpMode choose_amp(const std::string& device_kind, int major, int minor);
+
+// CPU training frees and reallocates the same activation-sized blocks every step. glibc's
+// defaults hand blocks above its (adaptive) mmap threshold back to the kernel and trim the heap
+// top above 128 KiB, so each step page-faults its memory in again: 7% of a cnn step in the
+// kernel, against 1.6% in Python, where other allocations keep the heap top busy. This keeps
+// blocks below 32 MiB in the heap and up to 64 MiB of freed memory mapped (cnn, 2 cores: 1.25-1.6x
+// more images/s). Left alone when the user tunes malloc (GLIBC_TUNABLES, MALLOC_*_ environment);
+// returns whether it changed anything. Called first thing by frugal-torch and the step bench.
+bool keep_freed_host_memory();
 
 // Enables autocast for one device type while alive (off: does nothing).
 class AutocastGuard {

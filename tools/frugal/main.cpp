@@ -12,6 +12,9 @@
 #include "commands.h"
 #include "frugal/error.h"
 #include "frugal/version.h"
+#ifdef FRUGAL_TORCH_EXECUTABLE
+#include "frugal/train.h"
+#endif
 
 namespace {
 
@@ -53,6 +56,9 @@ int hand_to_torch_executable(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef FRUGAL_TORCH_EXECUTABLE
+  frugal::keep_freed_host_memory();  // before torch allocates: see train.h
+#endif
   if (argc < 2) {
     usage(stderr);
     return 2;
