@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "frugal/host_memory.h"
 #include "frugal/train.h"
 
 int main(int argc, char** argv) {

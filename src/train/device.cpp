@@ -1,12 +1,6 @@
 // CUDA specifics kept in one file (the only one that includes c10/cuda headers).
 #include "train/device.h"
 
-#include <malloc.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <cstring>
-
 #include <ATen/Context.h>
 #include <ATen/cpu/Utils.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -49,17 +43,6 @@ bool cpu_has_native_bf16() {
     return it != caps.end() && it->second.isBool() && it->second.toBool();
   };
   return has("amx_bf16") || has("avx512_bf16");
-}
-
-bool keep_freed_host_memory() {
-#if defined(__GLIBC__)
-  if (const char* t = std::getenv("GLIBC_TUNABLES"); t && std::strstr(t, "malloc")) return false;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "MALLOC_", 7) == 0) return false;
-  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 64 << 20) == 1;
-#else
-  return false;
-#endif
 }
 
 void empty_device_cache(const torch::Device& device) {

@@ -24,7 +24,9 @@ torch::Tensor prepare(const torch::Tensor& images, const StepOptions& o) {
 }  // namespace
 
 torch::Tensor as_channels_last(const torch::Tensor& t) {
-  if (t.dim() != 4 || t.stride(1) == 1) return t.dim() == 4 ? t.contiguous(torch::MemoryFormat::ChannelsLast) : t;
+  if (t.dim() != 4) return t;
+  if (t.stride(1) == 1) return t.contiguous(torch::MemoryFormat::ChannelsLast);
+  // NCHW strides (also what contiguous(ChannelsLast) leaves a single-channel tensor with): copy.
   return torch::empty(t.sizes(), t.options().memory_format(torch::MemoryFormat::ChannelsLast)).copy_(t);
 }
 

@@ -2,8 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <malloc.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -80,26 +78,6 @@ TEST(Amp, CpuBf16DetectionAgreesWithProcCpuinfo) {
   }
   if (!flags_seen) GTEST_SKIP() << "no flags line in /proc/cpuinfo";
   EXPECT_EQ(cpu_has_native_bf16(), bf16);
-}
-
-TEST(HostMemory, BlocksBelow32MiBComeFromTheHeapAndUserTuningIsLeftAlone) {
-#if defined(__GLIBC__)
-  ::setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2", 1);
-  EXPECT_FALSE(keep_freed_host_memory());
-  ::unsetenv("GLIBC_TUNABLES");
-  ::setenv("MALLOC_ARENA_MAX", "2", 1);
-  EXPECT_FALSE(keep_freed_host_memory());
-  ::unsetenv("MALLOC_ARENA_MAX");
-  ASSERT_TRUE(keep_freed_host_memory());
-  // glibc's default (128 KiB, adaptive up to 32 MiB) would map a 24 MiB block on its own.
-  const int mapped_before = mallinfo2().hblks;
-  void* block = std::malloc(24 << 20);
-  ASSERT_NE(block, nullptr);
-  EXPECT_EQ(mallinfo2().hblks, mapped_before);
-  std::free(block);
-#else
-  GTEST_SKIP() << "glibc only";
-#endif
 }
 
 TEST(TrainStep, AccumulatedStepHasTheGradientOfOneBigBatch) {

@@ -12,9 +12,7 @@
 #include "commands.h"
 #include "frugal/error.h"
 #include "frugal/version.h"
-#ifdef FRUGAL_TORCH_EXECUTABLE
-#include "frugal/train.h"
-#endif
+#include "frugal/host_memory.h"
 
 namespace {
 
@@ -57,7 +55,7 @@ int hand_to_torch_executable(char** argv) {
 
 int main(int argc, char** argv) {
 #ifdef FRUGAL_TORCH_EXECUTABLE
-  frugal::keep_freed_host_memory();  // before torch allocates: see train.h
+  frugal::keep_freed_host_memory();  // before torch allocates: see host_memory.h
 #endif
   if (argc < 2) {
     usage(stderr);
