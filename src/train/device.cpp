@@ -1,8 +1,11 @@
 // CUDA specifics kept in one file (the only one that includes c10/cuda headers).
 #include "train/device.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <ATen/Context.h>
-#include <ATen/cpu/Utils.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -36,13 +39,25 @@ AmpMode auto_amp(const torch::Device& device) {
   return choose_amp("cuda", prop.major, prop.minor);
 }
 
+// From CPUID, not LibTorch: its CPU-feature API changed between 2.7 and 2.11 (is_*_supported() ->
+// get_cpu_capabilities()), and the supported range spans both.
 bool cpu_has_native_bf16() {
-  const auto caps = at::cpu::get_cpu_capabilities();  // cpuinfo's view, the one oneDNN dispatches on
-  auto has = [&caps](const char* key) {
-    auto it = caps.find(key);
-    return it != caps.end() && it->second.isBool() && it->second.toBool();
-  };
-  return has("amx_bf16") || has("avx512_bf16");
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // which register states the OS saves
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const unsigned max_subleaf = a;
+  const bool os_amx = (xcr0_lo & (3u << 17)) == (3u << 17);   // XTILECFG, XTILEDATA
+  const bool os_avx512 = (xcr0_lo & 0xe6u) == 0xe6u;          // SSE, AVX, opmask, ZMM state
+  const bool amx_bf16 = os_amx && (d & (1u << 22));           // CPUID.(7,0):EDX[22]
+  bool avx512_bf16 = false;
+  if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = os_avx512 && (a & (1u << 5));
+  return amx_bf16 || avx512_bf16;                              // CPUID.(7,1):EAX[5]
+#else
+  return false;
+#endif
 }
 
 void empty_device_cache(const torch::Device& device) {
