@@ -29,7 +29,12 @@ struct ResizeSpec {
   bool mirror = false;  // write the window flipped left-right (a horizontal flip for free)
 };
 
-void resize_window(const ImageView& in, const ResizeSpec& spec, Image& out);
+// Which row filter resize_window runs: the fastest this CPU has (AVX2 on x86-64) or the portable
+// loop. Both compute the same integers; tests hold them to identical pixels.
+enum class RowFilter { best, portable };
+
+void resize_window(const ImageView& in, const ResizeSpec& spec, Image& out, RowFilter filter = RowFilter::best);
+bool has_simd_row_filter();  // whether RowFilter::best differs from the portable loop on this CPU
 void resize_window_reference(const ImageView& in, const ResizeSpec& spec, Image& out);
 
 // Interleaved RGB -> three planes.

@@ -80,6 +80,31 @@ TEST(Resize, FastPathEqualsReference) {
   }
 }
 
+TEST(Resize, SimdRowFilterEqualsThePortableLoop) {
+  if (!detail::has_simd_row_filter()) GTEST_SKIP() << "no SIMD row filter on this CPU";
+  Rng rng(17);
+  int checked = 0;
+  for (int c : {1, 3}) {
+    for (int i = 0; i < 60; ++i) {
+      // Sizes that leave every tail of the 32- and 8-byte steps; up- and downscaling, flips, and
+      // saturated images (all 0 or 255) next to noise.
+      int w = 5 + static_cast<int>(rng.randint(0, 400)), h = 5 + static_cast<int>(rng.randint(0, 300));
+      Image src = synthetic(w, h, c, 100 + i);
+      if (i % 10 == 0) std::fill(src.pixels.begin(), src.pixels.end(), i % 20 == 0 ? 255 : 0);
+      int ow = 1 + static_cast<int>(rng.randint(0, 300)), oh = 1 + static_cast<int>(rng.randint(0, 300));
+      double x0 = rng.uniform(0, w / 3.0), y0 = rng.uniform(0, h / 3.0);
+      detail::ResizeSpec spec{x0, y0, rng.uniform(x0 + 1, w), rng.uniform(y0 + 1, h), ow, oh, 0, 0, ow, oh};
+      spec.mirror = i % 3 == 0;
+      Image simd, portable;
+      detail::resize_window(detail::view_of(src), spec, simd, detail::RowFilter::best);
+      detail::resize_window(detail::view_of(src), spec, portable, detail::RowFilter::portable);
+      ASSERT_EQ(simd.pixels, portable.pixels) << c << " channels, " << w << "x" << h << " -> " << ow << "x" << oh;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 120);
+}
+
 TEST(Resize, MirroredWindowIsTheFlippedWindow) {
   for (int c : {1, 3}) {
     Image src = synthetic(157, 113, c, 5 + c);
