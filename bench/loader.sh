@@ -8,13 +8,18 @@
 # 28 px images, frugal the padded crop it uses for small images).
 # Same archive, 2 decode threads, 224 px random-resized-crop + flip. Builds nothing: expects
 # FRUGAL_BIN (default build/bin) with frugal, frugal-torch and tj_full_decode.
-# Env: BENCH_SECONDS (default 20), BENCH_DATA (cache folder for the generated archives),
-# RECIPE_LOADER (default ../shared/bench/recipe_loader.py), FRUGAL_PYTHON (default .venv).
+# The photo sides run BENCH_ROUNDS times, alternating (recipe, frugal, TurboJPEG), and each ratio
+# is the median of the rounds' ratios: this machine's speed drifts by 10% within minutes, so one
+# pass per side can land a slow minute on either side. Every round's figures are printed too.
+# Env: BENCH_SECONDS (per side and round, default 10), BENCH_ROUNDS (default 3), BENCH_DATA (cache
+# folder for the generated archives), RECIPE_LOADER (default ../shared/bench/recipe_loader.py),
+# FRUGAL_PYTHON (default .venv).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${FRUGAL_BIN:-$ROOT/build/bin}
 PY=${FRUGAL_PYTHON:-$ROOT/.venv/bin/python}
-SECS=${BENCH_SECONDS:-20}
+SECS=${BENCH_SECONDS:-10}
+ROUNDS=${BENCH_ROUNDS:-3}
 DATA=${BENCH_DATA:-$ROOT/build/bench-data}
 RECIPE=${RECIPE_LOADER:-$ROOT/../shared/bench/recipe_loader.py}
 CPUS=${BENCH_CPUS:-0,1}
@@ -44,9 +49,12 @@ if [[ ! -f $FASHION ]]; then
 fi
 
 load_before=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
-py_photos=$(pin "$PY" "$RECIPE" "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 | rate)
-fr_photos=$(pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 --json | rate)
-tj_photos=$(pin "$BIN/tj_full_decode" "$PHOTOS" --workers 2 --seconds "$SECS" | rate)
+py_photos=() fr_photos=() tj_photos=()
+for ((round = 0; round < ROUNDS; ++round)); do
+  py_photos+=("$(pin "$PY" "$RECIPE" "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 | rate)")
+  fr_photos+=("$(pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 --json | rate)")
+  tj_photos+=("$(pin "$BIN/tj_full_decode" "$PHOTOS" --workers 2 --seconds "$SECS" | rate)")
+done
 py_fashion=$(pin "$PY" "$RECIPE" "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 | rate)
 fr_fashion=$(pin "$BIN/frugal-torch" bench loader "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 --json | rate)
 
@@ -54,14 +62,19 @@ load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
 
 # The 1-minute load average before and after: on a shared machine the ratios are only
 # comparable at similar loads.
-"$PY" - "$py_photos" "$fr_photos" "$tj_photos" "$py_fashion" "$fr_fashion" "$load_before" "$load_after" <<'PYEOF'
-import json, sys
-py, fr, tj, pyf, frf, l0, l1 = map(float, sys.argv[1:])
+"$PY" - "${py_photos[*]}" "${fr_photos[*]}" "${tj_photos[*]}" "$py_fashion" "$fr_fashion" "$load_before" "$load_after" <<'PYEOF'
+import json, statistics, sys
+py, fr, tj = ([float(v) for v in a.split()] for a in sys.argv[1:4])
+pyf, frf, l0, l1 = map(float, sys.argv[4:])
 load = {"load_before": l0, "load_after": l1}
-print(json.dumps({"bench": "loader_vs_recipe_photos", "ratio": fr / py, "target": 4.0,
-                  "frugal_images_per_s": fr, "baseline_images_per_s": py, **load}))
-print(json.dumps({"bench": "loader_vs_tj_full_decode_photos", "ratio": fr / tj, "target": 0.8,
-                  "frugal_images_per_s": fr, "baseline_images_per_s": tj, **load}))
+def report(name, mine, base, target):
+    ratios = [m / b for m, b in zip(mine, base)]
+    d = {"bench": name, "ratio": statistics.median(ratios), "target": target,
+         "round_ratios": [round(r, 3) for r in ratios],
+         "frugal_images_per_s": [round(v, 1) for v in mine], "baseline_images_per_s": [round(v, 1) for v in base]}
+    print(json.dumps({**d, **load}))
+report("loader_vs_recipe_photos", fr, py, 4.0)
+report("loader_vs_tj_full_decode_photos", fr, tj, 0.8)
 print(json.dumps({"bench": "loader_vs_recipe_fashion_mnist", "ratio": frf / pyf,
                   "frugal_images_per_s": frf, "baseline_images_per_s": pyf, **load}))
 PYEOF
