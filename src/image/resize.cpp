@@ -116,9 +116,9 @@ inline void row_taps_any(const std::uint8_t* __restrict r0, std::size_t stride, 
 // transposed image, so both passes are this contiguous, vectorisable loop (the per-pixel tap loop
 // of a direct horizontal pass stays scalar). Portable version; filter_rows_avx2 below is the one
 // x86-64 machines run.
-void filter_rows_portable(const std::uint8_t* src, std::size_t src_stride, int len, const int* start, const int* count,
-                 const std::int32_t* kk, int ksize, int row_offset, int n_out, std::uint8_t* dst,
-                 std::size_t dst_stride, std::int32_t* acc) {
+void filter_rows_portable(const std::uint8_t* src, std::size_t src_stride, int len, const int* start,
+                          const int* count, const std::int32_t* kk, int ksize, int row_offset, int n_out,
+                          std::uint8_t* dst, std::size_t dst_stride, std::int32_t* acc) {
   for (int y = 0; y < n_out; ++y) {
     const std::int32_t* k = kk + static_cast<std::size_t>(y) * ksize;
     const std::uint8_t* r = src + static_cast<std::size_t>(start[y] - row_offset) * src_stride;
@@ -149,7 +149,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i widen(const std::u
 __attribute__((target("avx2"))) void filter_rows_avx2(const std::uint8_t* src, std::size_t src_stride, int len,
                                                       const int* start, const int* count, const std::int32_t* kk,
                                                       int ksize, int row_offset, int n_out, std::uint8_t* dst,
-                                                      std::size_t dst_stride, std::int32_t*) {
+                                                      std::size_t dst_stride) {
   const __m256i half = _mm256_set1_epi32(1 << (kPrecision - 1));
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int y = 0; y < n_out; ++y) {
@@ -206,7 +206,8 @@ void filter_rows(RowFilter which, const std::uint8_t* src, std::size_t src_strid
                  const int* count, const std::int32_t* kk, int ksize, int row_offset, int n_out, std::uint8_t* dst,
                  std::size_t dst_stride, std::int32_t* acc) {
 #ifdef FRUGAL_AVX2_FILTER
-  if (which == RowFilter::best && simd_filter_usable()) return filter_rows_avx2(src, src_stride, len, start, count, kk, ksize, row_offset, n_out, dst, dst_stride, acc);
+  if (which == RowFilter::best && simd_filter_usable())
+    return filter_rows_avx2(src, src_stride, len, start, count, kk, ksize, row_offset, n_out, dst, dst_stride);
 #endif
   filter_rows_portable(src, src_stride, len, start, count, kk, ksize, row_offset, n_out, dst, dst_stride, acc);
 }
@@ -365,8 +366,8 @@ void resize_window(const ImageView& in, const ResizeSpec& s, Image& out, RowFilt
   t_in.resize(static_cast<std::size_t>(in.width) * col_len);
   transpose_pixels(C, in.row(row_first), in.stride, R, in.width, t_in.data(), col_len);
   t_mid.resize(static_cast<std::size_t>(s.out_w) * col_len);
-  filter_rows(which, t_in.data(), col_len, static_cast<int>(col_len), th.start.data(), th.count.data(), kh.data(), th.ksize,
-              0, s.out_w, t_mid.data(), col_len, acc.data());
+  filter_rows(which, t_in.data(), col_len, static_cast<int>(col_len), th.start.data(), th.count.data(), kh.data(),
+              th.ksize, 0, s.out_w, t_mid.data(), col_len, acc.data());
   const std::size_t mid_stride = static_cast<std::size_t>(s.out_w) * C;
   mid.resize(static_cast<std::size_t>(R) * mid_stride);
   transpose_pixels(C, t_mid.data(), col_len, s.out_w, R, mid.data(), mid_stride);
