@@ -1,12 +1,14 @@
 // Any bytes through the decoders and the loader's decode+transform step: they must either
 // produce an image of the promised shape or throw frugal::Error, never crash or over-allocate
-// (the pixel limit is kept small so a forged header cannot ask for gigabytes).
+// (the pixel limit is kept small so a forged header cannot ask for gigabytes). The region decoder
+// also runs with libjpeg's own entropy decoder: both must end the same way, with the same pixels.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "frugal/error.h"
 #include "frugal/image.h"
+#include "image/codecs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> bytes(data, size);
@@ -34,10 +36,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       o.max_pixels = max_pixels;
       o.channels = (knob & 3) == 1 ? 1 : (knob & 3) == 2 ? 3 : 0;
       o.min_width = o.min_height = (knob & 32) ? 8 : 0;
-      frugal::Image region;
-      frugal::JpegRegion r = frugal::decode_jpeg_region(bytes, b, o, "fuzz", region);
-      if (r.x0 < 0 || r.y0 < 0 || r.x1 > region.width + 1e-9 || r.y1 > region.height + 1e-9 ||
-          region.pixels.size() != static_cast<std::size_t>(region.width) * region.height * region.channels)
+      frugal::Image region, reference;
+      bool fast_ok = false, reference_ok = false;
+      frugal::JpegRegion r;
+      try {
+        r = frugal::decode_jpeg_region(bytes, b, o, "fuzz", region);
+        fast_ok = true;
+      } catch (const frugal::Error&) {
+      }
+      try {
+        frugal::detail::jpeg_decode_region(bytes, b, o, "fuzz", reference, frugal::detail::EntropyDecoder::libjpeg);
+        reference_ok = true;
+      } catch (const frugal::Error&) {
+      }
+      if (fast_ok != reference_ok || (fast_ok && region.pixels != reference.pixels)) __builtin_trap();
+      if (fast_ok && (r.x0 < 0 || r.y0 < 0 || r.x1 > region.width + 1e-9 || r.y1 > region.height + 1e-9 ||
+                      region.pixels.size() !=
+                          static_cast<std::size_t>(region.width) * region.height * region.channels))
         __builtin_trap();
     }
   } catch (const frugal::Error&) {

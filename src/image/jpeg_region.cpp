@@ -18,6 +18,7 @@
 
 #include "frugal/error.h"
 #include "image/codecs.h"
+#include "image/jpeg_huffman.h"
 
 namespace frugal::detail {
 namespace {
@@ -28,6 +29,9 @@ struct ErrorMgr {
   jpeg_error_mgr pub;
   std::jmp_buf jump;
   bool truncated = false;
+  bool fast_gave_up = false;  // the fast entropy decoder met something only libjpeg's handles
+  bool fast_progressive_pending = false;  // to be installed at jpeg_start_decompress's first progress call
+  JDIMENSION rows_needed = 0;             // the output rows read: a progressive scan can stop below them
   char message[JMSG_LENGTH_MAX] = {};
 };
 
@@ -43,8 +47,20 @@ extern "C" void on_message(j_common_ptr c, int level) {
   if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) reinterpret_cast<ErrorMgr*>(c->err)->truncated = true;
 }
 
+extern "C" void on_fast_give_up(j_decompress_ptr c) {
+  auto* e = reinterpret_cast<ErrorMgr*>(c->err);
+  e->fast_gave_up = true;
+  std::snprintf(e->message, sizeof e->message, "the fast entropy decoder gave up");
+  std::longjmp(e->jump, 1);
+}
+
 extern "C" void on_progress(j_common_ptr c) {
   if (!c->is_decompressor) return;
+  auto* err = reinterpret_cast<ErrorMgr*>(c->err);
+  if (err->fast_progressive_pending) {
+    err->fast_progressive_pending = false;
+    use_fast_progressive(reinterpret_cast<j_decompress_ptr>(c), on_fast_give_up, err->rows_needed);
+  }
   if (reinterpret_cast<j_decompress_ptr>(c)->input_scan_number > kMaxScans) {
     auto* e = reinterpret_cast<ErrorMgr*>(c->err);
     std::snprintf(e->message, sizeof e->message, "progressive JPEG with more than %d scans", kMaxScans);
@@ -52,7 +68,9 @@ extern "C" void on_progress(j_common_ptr c) {
   }
 }
 
-// One per thread: creating a decompressor allocates its memory pools.
+// One per image: a decompressor keeps the Huffman and quantization tables of the files it read,
+// and would decode a later file that lacks one with them, so the pixels of a damaged file would
+// depend on what its thread decoded before. Creating one takes ~0.2 us.
 struct Decoder {
   jpeg_decompress_struct cinfo{};
   ErrorMgr err;
@@ -73,11 +91,8 @@ struct Decoder {
   }
 };
 
-thread_local Decoder t_decoder;
-
-Decoder& thread_decoder() {
-  if (!t_decoder.created) fail(ErrorKind::io, "libjpeg", "a decompressor", "none (out of memory?)", "");
-  return t_decoder;
+void check_created(const Decoder& d) {
+  if (!d.created) fail(ErrorKind::io, "libjpeg", "a decompressor", "none (out of memory?)", "");
 }
 
 [[noreturn]] void fail_jpeg(const std::string& where, const char* why) {
@@ -92,6 +107,7 @@ bool read_header(Decoder& d, std::span<const std::uint8_t> bytes) {
     return false;
   }
   d.err.truncated = false;
+  d.err.fast_gave_up = false;
   c->progress = &d.progress;
   jpeg_mem_src(c, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(c, TRUE);
@@ -99,14 +115,21 @@ bool read_header(Decoder& d, std::span<const std::uint8_t> bytes) {
 }
 
 // Starts decompression and crops the columns to [*x, *x + *w) of the scaled image; libjpeg moves
-// *x down to an iMCU boundary and widens *w to keep the right edge.
-bool start_cropped(Decoder& d, JDIMENSION* x, JDIMENSION* w) {
+// *x down to an iMCU boundary and widens *w to keep the right edge. With `fast`, the entropy
+// decoder of jpeg_huffman.h takes over where the image allows.
+bool start_cropped(Decoder& d, JDIMENSION* x, JDIMENSION* w, JDIMENSION rows_needed, EntropyDecoder which) {
   j_decompress_ptr c = &d.cinfo;
   if (setjmp(d.err.jump)) {
     jpeg_abort_decompress(c);
     return false;
   }
+  // A progressive image is entropy-decoded inside jpeg_start_decompress: its fast decoder goes in
+  // from the progress monitor; a baseline one's after.
+  d.err.fast_progressive_pending = which == EntropyDecoder::best && c->progressive_mode;
+  d.err.rows_needed = rows_needed;
   jpeg_start_decompress(c);
+  d.err.fast_progressive_pending = false;
+  if (which == EntropyDecoder::best) use_fast_huffman(c, on_fast_give_up);
   if (*x != 0 || *w != c->output_width) jpeg_crop_scanline(c, x, w);
   return true;
 }
@@ -161,9 +184,13 @@ int jpeg_region_scale(int box_w, int box_h, int min_w, int min_h) {
   return 8;
 }
 
-JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
-                              const std::string& where, Image& out) {
-  Decoder& d = thread_decoder();
+namespace {
+
+// One decoding attempt; false when the fast entropy decoder gave up on the stream.
+bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
+                        const std::string& where, EntropyDecoder which, Image& out, JpegRegion& r) {
+  Decoder d;
+  check_created(d);
   j_decompress_ptr c = &d.cinfo;
   if (!read_header(d, bytes)) fail_jpeg(where, d.err.message);
   const int W = static_cast<int>(c->image_width), H = static_cast<int>(c->image_height);
@@ -194,7 +221,6 @@ JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox
   // cropped decode upsamples chroma at its own edges as at the image's, so only the pixels one
   // step inside equal the full decode's.
   const double f = m / 8.0;
-  JpegRegion r;
   r.scale_num = m;
   const int sw = (W * m + 7) / 8, sh = (H * m + 7) / 8;
   const double bx0 = box.x * f, by0 = box.y * f;
@@ -204,7 +230,14 @@ JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox
   const int py0 = std::max(0, static_cast<int>(std::floor(by0)) - 1);
   const int py1 = std::min(sh, static_cast<int>(std::ceil(by1)) + 1);
   JDIMENSION xoff = static_cast<JDIMENSION>(px0), width = static_cast<JDIMENSION>(px1 - px0);
-  if (!start_cropped(d, &xoff, &width)) fail_jpeg(where, d.err.message);
+  // Rows below the box need not be decoded, unless the file may be cut short there (no end marker):
+  // then they are entropy-decoded too, so that the cut is noticed (read_rows' spare row).
+  const bool to_the_end = py1 < sh && !ends_with_eoi(bytes);
+  const JDIMENSION rows_needed = static_cast<JDIMENSION>(to_the_end ? sh : py1);
+  if (!start_cropped(d, &xoff, &width, rows_needed, which)) {
+    if (d.err.fast_gave_up) return false;
+    fail_jpeg(where, d.err.message);
+  }
   if (static_cast<int>(c->output_height) != sh || static_cast<int>(xoff) > px0 ||
       static_cast<int>(xoff + width) < px1) {
     jpeg_abort_decompress(c);
@@ -236,12 +269,14 @@ JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox
   for (int y = 0; y < rows; ++y) row_ptrs[y] = dst + y * stride;
   thread_local std::vector<std::uint8_t> spare;
   JSAMPROW spare_row = nullptr;
-  if (py1 < sh && !ends_with_eoi(bytes)) {
+  if (to_the_end) {
     spare.resize(stride);
     spare_row = spare.data();
   }
-  if (!read_rows(d, static_cast<JDIMENSION>(py0), row_ptrs.data(), static_cast<JDIMENSION>(rows), spare_row))
+  if (!read_rows(d, static_cast<JDIMENSION>(py0), row_ptrs.data(), static_cast<JDIMENSION>(rows), spare_row)) {
+    if (d.err.fast_gave_up) return false;
     fail_jpeg(where, d.err.message);
+  }
   if (d.err.truncated) fail_jpeg(where, "Premature end of JPEG file");
   if (cmyk) {
     out.resize(static_cast<int>(width), rows, 3);
@@ -258,6 +293,20 @@ JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox
   r.x1 = bx1 - xoff;
   r.y0 = by0 - py0;
   r.y1 = by1 - py0;
+  return true;
+}
+
+}  // namespace
+
+JpegRegion jpeg_decode_region(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
+                              const std::string& where, Image& out, EntropyDecoder which) {
+  JpegRegion r;
+  if (decode_region_once(bytes, box, options, where, which, out, r)) return r;
+  // Damaged or unusual entropy-coded data: libjpeg's own decoder decides, exactly as without the
+  // fast one (the few such files pay for two attempts).
+  if (!decode_region_once(bytes, box, options, where, EntropyDecoder::libjpeg, out, r))
+    fail(ErrorKind::io, where, "a decode by libjpeg alone", "the fast decoder still engaged",
+         "this is a bug in frugal; please report it with the file");
   return r;
 }
 

@@ -43,6 +43,8 @@ large.save(out / "large422.jpg", "JPEG", quality=90, subsampling=1)
 large.save(out / "large_progressive.jpg", "JPEG", quality=90, progressive=True)
 large.convert("L").save(out / "large_gray.jpg", "JPEG", quality=90)
 large.convert("CMYK").save(out / "large_cmyk.jpg", "JPEG", quality=90)
+large.save(out / "large_restart.jpg", "JPEG", quality=90, restart_marker_blocks=5)
+large.save(out / "large_optimized.jpg", "JPEG", quality=90, optimize=True)  # its own Huffman tables
 
 rgb = Image.fromarray(photo(131, 97))
 save("baseline.jpg", rgb, "JPEG", quality=90)

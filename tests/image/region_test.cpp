@@ -132,7 +132,7 @@ TEST_P(RegionDecode, ScaledCropResizeMatchesFullDecodeCropResize) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, RegionDecode,
                          ::testing::Values("large420.jpg", "large444.jpg", "large422.jpg", "large_progressive.jpg",
-                                           "large_gray.jpg", "large_cmyk.jpg"),
+                                           "large_gray.jpg", "large_cmyk.jpg", "large_restart.jpg"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)
@@ -180,6 +180,42 @@ TEST_P(RegionDecodeErrors, BoxOutsideTheImageIsAUsageError) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, RegionDecodeErrors, ::testing::Values("large420.jpg", "large_progressive.jpg"),
                          [](const auto& info) { return info.index == 0 ? std::string("baseline") : "progressive"; });
+
+// The file without its DHT segments: libjpeg decodes it with the standard tables, which PIL wrote.
+std::vector<std::uint8_t> without_huffman_tables(const std::vector<std::uint8_t>& b) {
+  std::vector<std::uint8_t> out(b.begin(), b.begin() + 2);
+  std::size_t i = 2;
+  while (i + 4 <= b.size() && b[i] == 0xFF && b[i + 1] != 0xDA) {
+    const std::size_t len = 2 + (b[i + 2] << 8 | b[i + 3]);
+    if (b[i + 1] != 0xC4) out.insert(out.end(), b.begin() + i, b.begin() + i + len);
+    i += len;
+  }
+  out.insert(out.end(), b.begin() + i, b.end());
+  return out;
+}
+
+// A decompressor keeps the tables of the files it read; a file that lacks one must not decode
+// with the previous file's (its pixels would depend on what its thread decoded before).
+TEST(JpegDecoderState, AFileWithoutTablesDecodesTheSameWhateverCameBefore) {
+  const fs::path dir = image_fixtures();
+  if (dir.empty()) GTEST_SKIP() << "no Python with PIL to make the fixtures";
+  const auto bare = without_huffman_tables(read_bytes(dir / "large420.jpg"));
+  const auto other = read_bytes(dir / "large_optimized.jpg");
+  ASSERT_LT(bare.size(), read_bytes(dir / "large420.jpg").size());
+  const CropBox box{20, 30, 200, 150};
+  Image full_first, region_first;
+  decode_image(bare, {}, "bare.jpg", full_first);
+  decode_jpeg_region(bare, box, {}, "bare.jpg", region_first);
+  // Standard tables: the same picture as the file with its tables.
+  EXPECT_EQ(full_first.pixels, decode_image(read_bytes(dir / "large420.jpg"), {}, "a.jpg").pixels);
+  Image scratch, full_after, region_after;
+  decode_image(other, {}, "other.jpg", scratch);
+  decode_image(bare, {}, "bare.jpg", full_after);
+  decode_jpeg_region(other, box, {}, "other.jpg", scratch);
+  decode_jpeg_region(bare, box, {}, "bare.jpg", region_after);
+  EXPECT_EQ(full_after.pixels, full_first.pixels);
+  EXPECT_EQ(region_after.pixels, region_first.pixels);
+}
 
 TEST(RegionScale, SmallestFastScaleKeepingTheBoxAtLeastTheOutput) {
   EXPECT_EQ(detail::jpeg_region_scale(448, 448, 224, 224), 4);

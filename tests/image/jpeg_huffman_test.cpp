@@ -1,0 +1,174 @@
+// The fast entropy decoder (jpeg_huffman.h) against libjpeg-turbo's own, through the region
+// decoder: the same pixels for every kind of JPEG, and the same outcome for damaged streams.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "frugal/error.h"
+#include "frugal/image.h"
+#include "image/codecs.h"
+#include "image/fixtures.h"
+#include "image/jpeg_huffman.h"
+
+using namespace frugal;
+using namespace frugal::testing;
+using detail::EntropyDecoder;
+
+namespace {
+
+struct Outcome {
+  std::optional<Image> image;  // empty when the decode threw
+  JpegRegion region;
+  std::string error;
+};
+
+Outcome decode(const std::vector<std::uint8_t>& bytes, const CropBox& box, const DecodeOptions& o,
+               EntropyDecoder which) {
+  Outcome out;
+  try {
+    Image img;
+    out.region = detail::jpeg_decode_region(bytes, box, o, "t.jpg", img, which);
+    out.image = std::move(img);
+  } catch (const Error& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+void expect_same(const Outcome& fast, const Outcome& ref, const std::string& what) {
+  ASSERT_EQ(fast.image.has_value(), ref.image.has_value()) << what << ": " << fast.error << " / " << ref.error;
+  if (!ref.image) return;
+  EXPECT_EQ(fast.image->width, ref.image->width) << what;
+  EXPECT_EQ(fast.image->height, ref.image->height) << what;
+  EXPECT_EQ(fast.image->pixels, ref.image->pixels) << what;
+  EXPECT_EQ(fast.region.x0, ref.region.x0) << what;
+  EXPECT_EQ(fast.region.y0, ref.region.y0) << what;
+}
+
+class FastHuffman : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() { dir_ = image_fixtures(); }
+  void SetUp() override {
+    if (dir_.empty()) GTEST_SKIP() << "no Python with PIL to make the fixtures";
+  }
+  static std::vector<std::uint8_t> fixture(const std::string& name) { return read_bytes(dir_ / name); }
+  static std::filesystem::path dir_;
+};
+std::filesystem::path FastHuffman::dir_;
+
+const CropBox kBoxes[] = {{0, 0, 333, 251}, {15, 17, 33, 31}, {0, 200, 40, 51}, {300, 220, 33, 31},
+                          {47, 95, 200, 150}, {161, 0, 100, 251}};
+
+TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
+  // Baseline 4:2:0, 4:4:4, 4:2:2, gray and CMYK (one interleaved scan with 1 to 6 blocks per MCU),
+  // and progressive (PIL's ten scans: DC first and refinement, AC first and refinement).
+  for (const char* name : {"large420.jpg", "large444.jpg", "large422.jpg", "large_gray.jpg", "large_cmyk.jpg",
+                           "large_progressive.jpg", "progressive.jpg"}) {
+    const auto bytes = fixture(name);
+    const ImageInfo info = read_image_info(bytes, name, 1u << 30);
+    for (int channels : {0, 1, 3})
+      for (int min_side : {0, 40, 100})  // full size, and DCT scales 1/8 .. 4/8 on the larger boxes
+        for (CropBox b : kBoxes) {
+          b.x %= info.width, b.y %= info.height;  // progressive.jpg is 131x97
+          b.width = std::min(b.width, info.width - b.x), b.height = std::min(b.height, info.height - b.y);
+          DecodeOptions o;
+          o.channels = channels;
+          o.min_width = o.min_height = min_side;
+          const auto before = detail::fast_huffman_counts();
+          Outcome fast = decode(bytes, b, o, EntropyDecoder::best);
+          const auto after = detail::fast_huffman_counts();
+          Outcome ref = decode(bytes, b, o, EntropyDecoder::libjpeg);
+          const std::string what = std::string(name) + " channels " + std::to_string(channels) + " min " +
+                                   std::to_string(min_side) + " box " + std::to_string(b.x) + "," +
+                                   std::to_string(b.y);
+          // The fast decoder really ran, to the end: a test that only compared libjpeg with
+          // itself would pass as well.
+          EXPECT_EQ(after.used, before.used + 1) << what;
+          EXPECT_EQ(after.gave_up, before.gave_up) << what;
+          expect_same(fast, ref, what);
+        }
+  }
+}
+
+// A progressive image's scans are decoded only down to the rows the box needs (plus what
+// upsampling and smoothing read below them): every bottom edge from row 1 to the last, on each
+// side of the 8 and 16 px iMCU rows, gives libjpeg's pixels, and the blocks below are skipped.
+TEST_F(FastHuffman, ProgressiveScansStopBelowTheBoxWithTheSamePixels) {
+  for (const char* name : {"large_progressive.jpg"}) {
+    const auto bytes = fixture(name);
+    std::uint64_t skipped = 0;
+    for (int bottom = 1; bottom <= 251; bottom += bottom < 40 ? 1 : 7)
+      for (int scale : {0, 100}) {  // full size, and 4/8
+        DecodeOptions o;
+        o.min_width = o.min_height = scale;
+        const CropBox box{40, std::max(0, bottom - 120), 200, std::min(bottom, 120)};
+        const auto before = detail::fast_huffman_counts();
+        Outcome fast = decode(bytes, box, o, EntropyDecoder::best);
+        skipped += detail::fast_huffman_counts().skipped_mcus - before.skipped_mcus;
+        EXPECT_EQ(detail::fast_huffman_counts().gave_up, before.gave_up);
+        expect_same(fast, decode(bytes, box, o, EntropyDecoder::libjpeg),
+                    std::string(name) + " bottom " + std::to_string(bottom) + " min " + std::to_string(scale));
+      }
+    EXPECT_GT(skipped, 0u);
+  }
+}
+
+TEST_F(FastHuffman, LeavesRestartMarkedJpegsToLibjpeg) {
+  for (const char* name : {"large_restart.jpg"}) {
+    const auto bytes = fixture(name);
+    const auto before = detail::fast_huffman_counts();
+    Outcome fast = decode(bytes, {10, 10, 200, 200}, {}, EntropyDecoder::best);
+    EXPECT_EQ(detail::fast_huffman_counts().used, before.used) << name;
+    expect_same(fast, decode(bytes, {10, 10, 200, 200}, {}, EntropyDecoder::libjpeg), name);
+  }
+}
+
+// Where the entropy-coded data starts: after the SOS segment.
+std::size_t scan_start(const std::vector<std::uint8_t>& b) {
+  for (std::size_t i = 2; i + 4 < b.size(); ++i)
+    if (b[i] == 0xFF && b[i + 1] == 0xDA) return i + 2 + (b[i + 2] << 8 | b[i + 3]);
+  return 0;
+}
+
+// Flipped bits, stray markers, cut-off ends: either both decoders refuse the file, or both give
+// the same pixels (libjpeg decodes many damaged streams with warnings; the fast one then gives
+// up and lets libjpeg decode it).
+TEST_F(FastHuffman, DamagedStreamsEndAsWithLibjpeg) {
+  std::mt19937 rng(11);
+  int gave_up = 0, refused = 0, decoded = 0;
+  for (const char* name : {"large420.jpg", "large444.jpg", "large_gray.jpg", "large_progressive.jpg"}) {
+    const auto clean = fixture(name);
+    const std::size_t start = scan_start(clean);
+    ASSERT_GT(start, 0u);
+    for (int trial = 0; trial < 150; ++trial) {
+      auto bytes = clean;
+      const std::size_t at = start + rng() % (bytes.size() - 2 - start);
+      switch (trial % 5) {
+        case 0: bytes[at] ^= static_cast<std::uint8_t>(1 << (rng() % 8)); break;
+        case 1: bytes[at] = static_cast<std::uint8_t>(rng()); break;
+        case 2: bytes[at] = 0xFF, bytes[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 8); break;  // RSTn
+        case 3: bytes.resize(at); break;                                                             // cut
+        case 4: for (std::size_t i = at; i < std::min(bytes.size() - 2, at + 64); ++i) bytes[i] = 0; break;
+      }
+      const CropBox box = kBoxes[trial % std::size(kBoxes)];
+      const auto before = detail::fast_huffman_counts();
+      Outcome fast = decode(bytes, box, {}, EntropyDecoder::best);
+      gave_up += static_cast<int>(detail::fast_huffman_counts().gave_up - before.gave_up);
+      Outcome ref = decode(bytes, box, {}, EntropyDecoder::libjpeg);
+      expect_same(fast, ref, std::string(name) + " trial " + std::to_string(trial));
+      ++(ref.image ? decoded : refused);
+    }
+  }
+  // The damage reached both ways out: some files decode anyway, some are refused, and the fast
+  // decoder handed some back to libjpeg.
+  EXPECT_GT(gave_up, 20);
+  EXPECT_GT(refused, 5);
+  EXPECT_GT(decoded, 20);
+}
+
+}  // namespace
