@@ -90,7 +90,10 @@ void build(const JHUFF_TBL& h, bool ac, Table& t) {
 // The scan's state; lives in cinfo->client_data while the fast decoder is installed.
 struct State {
   std::vector<std::uint8_t> data;            // the entropy-coded segment, unstuffed, then kPad zeros
-  std::size_t bits_total = 0;                // real bits in `data`
+  // Where each restart interval's data ends in `data` (bits): one entry without restart markers.
+  std::vector<std::size_t> segment_ends;
+  std::size_t segment = 0;                   // the interval being decoded
+  unsigned restart_interval = 0, restarts_to_go = 0;  // MCUs per interval (0: none), left in this one
   const JOCTET* marker = nullptr;            // where the segment ends in the source (at a marker)
   std::array<Table, NUM_HUFF_TBLS> dc, ac;
   const Table* dc_of[D_MAX_BLOCKS_IN_MCU] = {};
@@ -162,8 +165,9 @@ inline int decode_symbol(Bits& r, const Table& t, const State& s, j_decompress_p
 }
 
 boolean finish_mcu(j_decompress_ptr cinfo, State& s, const Bits& r) {
-  // Every bit read so far must have been data: past the end libjpeg reads zeros and warns.
-  if (r.pos * 8 - static_cast<std::size_t>(r.count) > s.bits_total) stop(s, cinfo);
+  // Every bit read so far must have been this interval's data: past its end libjpeg reads zeros
+  // and warns.
+  if (r.pos * 8 - static_cast<std::size_t>(r.count) > s.segment_ends[s.segment]) stop(s, cinfo);
   s.bitbuf = r.buf;
   s.bitcount = r.count;
   s.pos = r.pos;
@@ -180,6 +184,18 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
   State& s = *static_cast<State*>(cinfo->client_data);
   thread_local JBLOCK discard;  // jpeg_skip_scanlines passes no blocks: decode into this
   Bits r{s.data.data(), s.bitbuf, s.bitcount, s.pos};
+  if (s.restart_interval != 0) {
+    if (s.restarts_to_go == 0) {
+      // A restart (jdhuff.c's process_restart): the rest of the interval's last byte is padding
+      // (and any whole bytes left libjpeg skips with a warning); the next interval starts on a
+      // byte, after its RSTn marker, with the DC predictions back at 0.
+      if (++s.segment >= s.segment_ends.size()) stop(s, cinfo);  // no RSTn where one belongs
+      r = Bits{s.data.data(), 0, 0, s.segment_ends[s.segment - 1] / 8};
+      std::fill(std::begin(s.last_dc), std::end(s.last_dc), 0);
+      s.restarts_to_go = s.restart_interval;
+    }
+    --s.restarts_to_go;
+  }
   for (int b = 0; b < cinfo->blocks_in_MCU; ++b) {
     JCOEF* block = blocks ? blocks[b][0] : discard;
     r.refill();
@@ -399,23 +415,37 @@ boolean decode_ac_refine(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
   return finish_mcu(cinfo, s, r);
 }
 
-// Copies the segment from `p` to its first marker, turning each stuffed FF 00 back into FF.
-void unstuff(const JOCTET* p, std::size_t n, State& s) {
+// Copies the scan's data from `p` to its first marker, turning each stuffed FF 00 back into FF.
+// With `restarts`, the markers RST0, RST1, ... RST7, RST0 ... in turn end intervals instead (any
+// other marker, or one out of turn, ends the data: libjpeg would resynchronise, the fast decoder
+// then runs out of data and gives up).
+void unstuff(const JOCTET* p, std::size_t n, bool restarts, State& s) {
   s.data.clear();
+  s.segment_ends.clear();
   const JOCTET* end = p + n;
+  int next_rst = 0;
   while (p < end) {
     const JOCTET* ff = static_cast<const JOCTET*>(std::memchr(p, 0xFF, static_cast<std::size_t>(end - p)));
     if (!ff) ff = end;
     s.data.insert(s.data.end(), p, ff);
-    if (ff == end || ff + 1 == end || ff[1] != 0x00) {
+    if (ff == end || ff + 1 == end) {
       p = ff;
       break;
     }
-    s.data.push_back(0xFF);
+    if (ff[1] == 0x00) {
+      s.data.push_back(0xFF);
+    } else if (restarts && ff[1] == JPEG_RST0 + next_rst) {
+      s.segment_ends.push_back(s.data.size() * 8);
+      next_rst = (next_rst + 1) & 7;
+    } else {
+      p = ff;
+      break;
+    }
     p = ff + 2;
   }
   s.marker = p;
-  s.bits_total = s.data.size() * 8;
+  s.segment_ends.push_back(s.data.size() * 8);
+  s.segment = 0;
   s.data.resize(s.data.size() + kPad, 0);
 }
 
@@ -441,7 +471,9 @@ bool start_scan(j_decompress_ptr cinfo, State& s) {
     }
     s.comp_of[b] = ci;
   }
-  unstuff(cinfo->src->next_input_byte, cinfo->src->bytes_in_buffer, s);
+  s.restart_interval = cinfo->restart_interval;
+  s.restarts_to_go = s.restart_interval;
+  unstuff(cinfo->src->next_input_byte, cinfo->src->bytes_in_buffer, s.restart_interval != 0, s);
   std::fill(std::begin(s.last_dc), std::end(s.last_dc), 0);
   s.bitbuf = 0;
   s.bitcount = 0;
@@ -458,7 +490,8 @@ void take_progressive_scan(j_decompress_ptr cinfo, State& s) {
   // An interleaved scan's MCU row is an iMCU row; a one-component scan's is one block row, of
   // which an iMCU row has v_samp_factor.
   const long rows_per_imcu = static_cast<long>(cinfo->max_v_samp_factor) * cinfo->min_DCT_scaled_size;
-  const long imcu_rows = std::min<long>(cinfo->total_iMCU_rows, (s.rows_needed + rows_per_imcu - 1) / rows_per_imcu + 2);
+  const long imcu_rows =
+      std::min<long>(cinfo->total_iMCU_rows, (s.rows_needed + rows_per_imcu - 1) / rows_per_imcu + 2);
   const long mcu_rows = cinfo->comps_in_scan > 1 ? imcu_rows : imcu_rows * cinfo->cur_comp_info[0]->v_samp_factor;
   s.mcus_to_decode = std::min<long>(s.mcus_left, mcu_rows * static_cast<long>(cinfo->MCUs_per_row));
   const bool dc = cinfo->Ss == 0, first = cinfo->Ah == 0;
@@ -475,7 +508,7 @@ void start_progressive_scan(j_decompress_ptr cinfo) {
 }  // namespace
 
 bool use_fast_huffman(j_decompress_ptr cinfo, void (*give_up)(j_decompress_ptr cinfo)) {
-  if (cinfo->progressive_mode || cinfo->arith_code || cinfo->restart_interval != 0 ||
+  if (cinfo->progressive_mode || cinfo->arith_code ||
       cinfo->data_precision != 8 || jpeg_has_multiple_scans(cinfo) || cinfo->entropy == nullptr ||
       cinfo->src == nullptr || cinfo->Ss != 0 || cinfo->Se != DCTSIZE2 - 1 || cinfo->Ah != 0 || cinfo->Al != 0)
     return false;

@@ -1,6 +1,6 @@
 // A faster entropy decoder for Huffman-coded 8-bit JPEGs: baseline ones with one interleaved scan
-// and no restart markers, and the scans of progressive ones that have no restart markers. It takes
-// the place of libjpeg-turbo's decode_mcu in the decompressor, so everything else (DCT scaling,
+// (restart markers or not), and the scans of progressive ones that have no restart markers. It
+// takes the place of libjpeg-turbo's decode_mcu in the decompressor, so everything else (DCT scaling,
 // cropping, skipping rows, IDCT, upsampling, colour) stays libjpeg's, and for any stream it
 // decodes the coefficients are the ones libjpeg would produce: a test holds the two paths equal.
 //
@@ -12,8 +12,9 @@
 // with one table lookup.
 //
 // It gives up on anything but a clean stream (a code no table holds, a coefficient past the
-// block's end, data that ends or meets a marker too early): the caller then decodes the image
-// again with libjpeg's own decoder, which reports or tolerates the damage exactly as before.
+// block's end, data that ends or meets a marker too early, restart markers out of turn): the
+// caller then decodes the image again with libjpeg's own decoder, which reports or tolerates the
+// damage exactly as before.
 #pragma once
 
 #include <cstdio>  // jpeglib.h needs FILE

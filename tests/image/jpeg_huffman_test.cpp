@@ -66,9 +66,11 @@ const CropBox kBoxes[] = {{0, 0, 333, 251}, {15, 17, 33, 31}, {0, 200, 40, 51}, 
 
 TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
   // Baseline 4:2:0, 4:4:4, 4:2:2, gray and CMYK (one interleaved scan with 1 to 6 blocks per MCU),
-  // and progressive (PIL's ten scans: DC first and refinement, AC first and refinement).
+  // with restart markers every 5 MCUs and every MCU row, and progressive (PIL's ten scans: DC
+  // first and refinement, AC first and refinement).
   for (const char* name : {"large420.jpg", "large444.jpg", "large422.jpg", "large_gray.jpg", "large_cmyk.jpg",
-                           "large_progressive.jpg", "progressive.jpg"}) {
+                           "large_restart.jpg", "large_restart_rows.jpg", "large_progressive.jpg",
+                           "progressive.jpg"}) {
     const auto bytes = fixture(name);
     const ImageInfo info = read_image_info(bytes, name, 1u << 30);
     for (int channels : {0, 1, 3})
@@ -118,14 +120,14 @@ TEST_F(FastHuffman, ProgressiveScansStopBelowTheBoxWithTheSamePixels) {
   }
 }
 
-TEST_F(FastHuffman, LeavesRestartMarkedJpegsToLibjpeg) {
-  for (const char* name : {"large_restart.jpg"}) {
-    const auto bytes = fixture(name);
-    const auto before = detail::fast_huffman_counts();
-    Outcome fast = decode(bytes, {10, 10, 200, 200}, {}, EntropyDecoder::best);
-    EXPECT_EQ(detail::fast_huffman_counts().used, before.used) << name;
-    expect_same(fast, decode(bytes, {10, 10, 200, 200}, {}, EntropyDecoder::libjpeg), name);
-  }
+// Progressive scans with restart markers stay with libjpeg's decoder: nothing is skipped.
+TEST_F(FastHuffman, LeavesRestartMarkedProgressiveScansToLibjpeg) {
+  const auto bytes = fixture("large_progressive_restart.jpg");
+  const auto before = detail::fast_huffman_counts();
+  Outcome fast = decode(bytes, {10, 10, 200, 100}, {}, EntropyDecoder::best);
+  EXPECT_EQ(detail::fast_huffman_counts().skipped_mcus, before.skipped_mcus);
+  EXPECT_EQ(detail::fast_huffman_counts().gave_up, before.gave_up);
+  expect_same(fast, decode(bytes, {10, 10, 200, 100}, {}, EntropyDecoder::libjpeg), "progressive restart");
 }
 
 // Where the entropy-coded data starts: after the SOS segment.
@@ -141,7 +143,8 @@ std::size_t scan_start(const std::vector<std::uint8_t>& b) {
 TEST_F(FastHuffman, DamagedStreamsEndAsWithLibjpeg) {
   std::mt19937 rng(11);
   int gave_up = 0, refused = 0, decoded = 0;
-  for (const char* name : {"large420.jpg", "large444.jpg", "large_gray.jpg", "large_progressive.jpg"}) {
+  for (const char* name : {"large420.jpg", "large444.jpg", "large_gray.jpg", "large_restart.jpg",
+                           "large_progressive.jpg"}) {
     const auto clean = fixture(name);
     const std::size_t start = scan_start(clean);
     ASSERT_GT(start, 0u);

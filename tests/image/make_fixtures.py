@@ -44,6 +44,8 @@ large.save(out / "large_progressive.jpg", "JPEG", quality=90, progressive=True)
 large.convert("L").save(out / "large_gray.jpg", "JPEG", quality=90)
 large.convert("CMYK").save(out / "large_cmyk.jpg", "JPEG", quality=90)
 large.save(out / "large_restart.jpg", "JPEG", quality=90, restart_marker_blocks=5)
+large.save(out / "large_restart_rows.jpg", "JPEG", quality=90, restart_marker_rows=1)
+large.save(out / "large_progressive_restart.jpg", "JPEG", quality=90, progressive=True, restart_marker_blocks=5)
 large.save(out / "large_optimized.jpg", "JPEG", quality=90, optimize=True)  # its own Huffman tables
 
 rgb = Image.fromarray(photo(131, 97))
