@@ -164,6 +164,26 @@ inline int decode_symbol(Bits& r, const Table& t, const State& s, j_decompress_p
   return t.symbols[(code + t.offset[len]) & 0xFF];
 }
 
+// One more MCU of the scan done (decoded or skipped); after the last, the source moves on to the
+// marker after the scan, where libjpeg's decoder would leave it.
+inline void count_mcu(j_decompress_ptr cinfo, State& s) {
+  if (--s.mcus_left == 0) {
+    cinfo->src->bytes_in_buffer -= static_cast<std::size_t>(s.marker - cinfo->src->next_input_byte);
+    cinfo->src->next_input_byte = s.marker;
+  }
+}
+
+// The block's DC value: the decoded difference added to the component's previous one.
+[[gnu::always_inline]] inline int next_dc(Bits& r, State& s, int b, j_decompress_ptr cinfo) {
+  const int size = decode_symbol(r, *s.dc_of[b], s, cinfo);
+  if (size > 11) stop(s, cinfo);
+  int dc = s.last_dc[s.comp_of[b]];
+  if (size) dc += extend(r.take(size), size);
+  if (dc > (1 << 30) || dc < -(1 << 30)) stop(s, cinfo);  // only a corrupt stream gets here
+  s.last_dc[s.comp_of[b]] = dc;
+  return dc;
+}
+
 boolean finish_mcu(j_decompress_ptr cinfo, State& s, const Bits& r) {
   // Every bit read so far must have been this interval's data: past its end libjpeg reads zeros
   // and warns.
@@ -171,11 +191,7 @@ boolean finish_mcu(j_decompress_ptr cinfo, State& s, const Bits& r) {
   s.bitbuf = r.buf;
   s.bitcount = r.count;
   s.pos = r.pos;
-  if (--s.mcus_left == 0) {
-    // The scan is done: leave the source at the marker after it, where libjpeg's decoder would.
-    cinfo->src->bytes_in_buffer -= static_cast<std::size_t>(s.marker - cinfo->src->next_input_byte);
-    cinfo->src->next_input_byte = s.marker;
-  }
+  count_mcu(cinfo, s);
   return TRUE;
 }
 
@@ -199,13 +215,7 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
   for (int b = 0; b < cinfo->blocks_in_MCU; ++b) {
     JCOEF* block = blocks ? blocks[b][0] : discard;
     r.refill();
-    int size = decode_symbol(r, *s.dc_of[b], s, cinfo);
-    if (size > 11) stop(s, cinfo);
-    int dc = s.last_dc[s.comp_of[b]];
-    if (size) dc += extend(r.take(size), size);
-    if (dc > (1 << 30) || dc < -(1 << 30)) stop(s, cinfo);  // only a corrupt stream gets here
-    s.last_dc[s.comp_of[b]] = dc;
-    block[0] = static_cast<JCOEF>(dc);
+    block[0] = static_cast<JCOEF>(next_dc(r, s, b, cinfo));
     const Table& t = *s.ac_of[b];
     for (int k = 1; k < 64;) {
       if (r.count < kMaxSymbolBits) r.refill();
@@ -222,8 +232,7 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
         continue;
       }
       const int sym = decode_symbol(r, t, s, cinfo);
-      const int run = sym >> 4;
-      size = sym & 15;
+      const int run = sym >> 4, size = sym & 15;
       if (size == 0) {
         if (run != 15) break;  // end of block
         k += 16;
@@ -249,10 +258,7 @@ inline bool skip_mcu(j_decompress_ptr cinfo, State& s) {
     return false;
   }
   ++t_counts.skipped_mcus;
-  if (--s.mcus_left == 0) {
-    cinfo->src->bytes_in_buffer -= static_cast<std::size_t>(s.marker - cinfo->src->next_input_byte);
-    cinfo->src->next_input_byte = s.marker;
-  }
+  count_mcu(cinfo, s);
   return true;
 }
 
@@ -262,13 +268,7 @@ boolean decode_dc_first(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
   Bits r{s.data.data(), s.bitbuf, s.bitcount, s.pos};
   for (int b = 0; b < cinfo->blocks_in_MCU; ++b) {
     r.refill();
-    const int size = decode_symbol(r, *s.dc_of[b], s, cinfo);
-    if (size > 11) stop(s, cinfo);
-    int dc = s.last_dc[s.comp_of[b]];
-    if (size) dc += extend(r.take(size), size);
-    if (dc > (1 << 30) || dc < -(1 << 30)) stop(s, cinfo);
-    s.last_dc[s.comp_of[b]] = dc;
-    blocks[b][0][0] = shifted(dc, cinfo->Al);
+    blocks[b][0][0] = shifted(next_dc(r, s, b, cinfo), cinfo->Al);
   }
   return finish_mcu(cinfo, s, r);
 }
