@@ -79,6 +79,21 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Names that come from data (a manifest's "name", a delta's base, an archive entry, a config value)
+// become paths on disk only through these two functions.
+//
+// normalize_relative: the lexical normal form of a relative name: "." and empty components
+// dropped ("d/./f", "d//f" and "d/f/" are all "d/f"). Returns "" when the name is empty, absolute,
+// contains "..", a NUL byte or a backslash, or normalises to nothing: such a name never names a
+// file inside a folder. Names that normalise to the same string are the same file.
+std::string normalize_relative(std::string_view rel);
+
+// root / normalize_relative(rel), after checking that no component of it below root that already
+// exists is a symbolic link (so nothing is followed out of the folder). Throws Error(invalid)
+// "<where>: expected a path inside <root>, found <rel>; ..." otherwise.
+std::filesystem::path confine_path(const std::filesystem::path& root, std::string_view rel,
+                                   const std::string& where);
+
 // Free bytes for an unprivileged user on the file system holding `path`.
 std::uint64_t free_space(const std::filesystem::path& path);
 

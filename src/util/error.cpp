@@ -53,3 +53,12 @@ void fail_errno(const std::string& what, const std::string& path, int err) {
 }
 
 }  // namespace frugal
+
+namespace frugal {
+
+void fail_overflow(const std::string& where, const std::string& what) {
+  fail(ErrorKind::invalid, where, what + " that fits in 64 bits",
+       "numbers whose sum or product overflows", "the file is damaged or crafted");
+}
+
+}  // namespace frugal

@@ -1,6 +1,7 @@
 #include "frugal/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -130,6 +131,45 @@ void AtomicFile::commit() {
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail_errno("rename", path_.string(), errno);
   committed_ = true;
   fsync_dir(path_.parent_path());
+}
+
+std::string normalize_relative(std::string_view rel) {
+  if (rel.empty() || rel.front() == '/') return "";
+  if (rel.find('\0') != std::string_view::npos || rel.find('\\') != std::string_view::npos) return "";
+  std::string out;
+  std::size_t start = 0;
+  while (start <= rel.size()) {
+    std::size_t end = rel.find('/', start);
+    if (end == std::string_view::npos) end = rel.size();
+    const std::string_view part = rel.substr(start, end - start);
+    if (part == "..") return "";
+    if (!part.empty() && part != ".") {
+      if (!out.empty()) out += '/';
+      out += part;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::filesystem::path confine_path(const std::filesystem::path& root, std::string_view rel,
+                                   const std::string& where) {
+  const std::string norm = normalize_relative(rel);
+  const std::string shown(rel.substr(0, 200));
+  if (norm.empty())
+    fail(ErrorKind::invalid, where, "a relative path inside " + root.string(), "'" + shown + "'",
+         "names may not be empty, absolute or contain '..'; the file is damaged or crafted");
+  std::filesystem::path p = root;
+  for (const auto& part : std::filesystem::path(norm)) {
+    p /= part;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) break;  // nothing there yet: nothing below it exists either
+    if (S_ISLNK(st.st_mode))
+      fail(ErrorKind::invalid, where, "a path inside " + root.string(),
+           "'" + shown + "' through the symbolic link " + p.string(),
+           "frugal does not follow links out of the folder; remove the link or choose another folder");
+  }
+  return root / norm;
 }
 
 std::uint64_t free_space(const std::filesystem::path& path) {
