@@ -1,4 +1,5 @@
 #include "frugal/error.h"
+#include "frugal/checked.h"
 
 #include <cerrno>
 #include <cstring>
