@@ -1,20 +1,25 @@
-# make demo  - install what is missing, build, run the whole workflow on built-in data
-# make test  - install, build, run every test
+# make demo  - install what is missing, build what the demo runs, run the whole workflow on built-in data
+# make test  - install, build everything, run every test
 # make bench - run the benchmarks (ratios against baselines measured in the same run)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# What scripts/demo.sh runs (scripts/check-onnx.py runs frugal too); tests and benchmarks are
+# built by `make test` and `make bench`.
+DEMO_TARGETS = frugal frugal-torch
 
 .PHONY: all setup configure build test demo bench fuzz clean
 
 all: build
 
 setup:
-	@scripts/setup.sh
+	@FRUGAL_BUILD=$(BUILD) scripts/setup.sh
 
+# When set-up put the build on another disk (.frugal-prefix), ccache keeps its files there too.
 $(BUILD)/build.ninja:
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 \
-	  || { cat $(BUILD).configure.log; exit 1; }
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  $$(test -f .frugal-prefix && echo "-DFRUGAL_CCACHE_DIR=$$(cat .frugal-prefix)/cache/ccache") \
+	  $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
 
 configure: setup $(BUILD)/build.ninja
 
@@ -24,7 +29,8 @@ build: configure
 test: build
 	@scripts/test.sh $(BUILD)
 
-demo: build
+demo: configure
+	@ninja -C $(BUILD) -j $(JOBS) $(DEMO_TARGETS)
 	@scripts/demo.sh $(BUILD)
 
 bench: build

@@ -3,10 +3,8 @@
 # `--decode gpu` says why it cannot run); without nvJPEG the kernel is built but decoding stays
 # on the CPU.
 #
-# Architectures: CUDA 13 dropped everything below sm_75, so 75/80/86 as machine code and 90 as
-# machine code plus PTX (JIT for newer GPUs). A P100 (sm_60) or V100 (sm_70) needs a build with
-# a CUDA 12.x toolkit and FRUGAL_CUDA_ARCHITECTURES=60;70;75;80;86;90.
-set(FRUGAL_CUDA_ARCHITECTURES "75-real;80-real;86-real;90" CACHE STRING "GPU architectures for frugal's kernels")
+# Architectures: FRUGAL_CUDA_ARCHS from cmake/cuda_archs.cmake (the GPUs scripts/setup.sh found,
+# as machine code, plus PTX of the newest).
 option(FRUGAL_WITH_CUDA "Build the GPU input pipeline when nvcc is found" ON)
 
 set(FRUGAL_CUDA OFF)
@@ -18,7 +16,7 @@ if(FRUGAL_WITH_CUDA AND FRUGAL_WITH_TORCH)  # the GPU pipeline only ever feeds L
   endif()
   if(CMAKE_CUDA_COMPILER)
     if(NOT CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES ${FRUGAL_CUDA_ARCHITECTURES})
+      set(CMAKE_CUDA_ARCHITECTURES ${FRUGAL_CUDA_ARCHS})
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit)
@@ -66,7 +64,7 @@ target_link_libraries(frugal_gpu PUBLIC frugal_image frugal_util Threads::Thread
 target_compile_options(frugal_gpu PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
 if(FRUGAL_CUDA)
   # C++17 for nvcc: CMake 3.25 does not know nvcc 13's C++20 flag; the .cu files need no more.
-  set_target_properties(frugal_gpu PROPERTIES CUDA_ARCHITECTURES "${FRUGAL_CUDA_ARCHITECTURES}" CUDA_STANDARD 17)
+  set_target_properties(frugal_gpu PROPERTIES CUDA_ARCHITECTURES "${FRUGAL_CUDA_ARCHS}" CUDA_STANDARD 17)
   target_compile_definitions(frugal_gpu PUBLIC FRUGAL_WITH_CUDA=1)
   # The runtime API only: libcuda comes from the driver at run time, never from the toolkit's stub.
   target_link_libraries(frugal_gpu PUBLIC CUDA::cudart)
