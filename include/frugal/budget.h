@@ -27,7 +27,9 @@ namespace frugal {
 enum class FileKind {
   data,        // *.zip, *.z01.., split parts (*.partNNNN, NAME_aa, NAME.000), *.manifest.json
   checkpoint,  // *.safetensors inside a run folder (a folder holding config.json)
-  temporary,   // *.frugal-tmp-* (interrupted atomic writes), *.frugal-join (partial joins)
+  temporary,   // *.frugal-tmp-* (atomic writes in progress or interrupted)
+  partial,     // *.frugal-join: an interrupted join's output; after `join --delete-parts` the only
+               // copy of the parts already removed. Counted, never removed: a rerun continues it.
   other,
 };
 
@@ -36,32 +38,47 @@ const char* to_string(FileKind kind);
 // `in_run_folder`: the file's folder holds a config.json (see docs/formats.md, "Run folder").
 FileKind classify_file(const std::filesystem::path& path, bool in_run_folder);
 
+// Bytes by kind, as the file system allocates them (st_blocks x 512), not as files declare them:
+// 10,000 files of 1 KiB take 40 MiB on a 4 KiB-block file system, and that is what fills a disk.
 struct DiskUsage {
-  std::uint64_t data = 0, checkpoints = 0, temporary = 0, other = 0;
-  std::uint64_t total() const { return data + checkpoints + temporary + other; }
+  std::uint64_t data = 0, checkpoints = 0, temporary = 0, partial = 0, other = 0;
+  std::uint64_t total() const { return data + checkpoints + temporary + partial + other; }
   std::uint64_t& operator[](FileKind kind);
 };
 
 // Walks `workspace` (symlinks not followed; unreadable folders skipped with a note).
 DiskUsage measure_usage(const std::filesystem::path& workspace);
 
-// Temporary files under `workspace`: what clean() and make_room() remove first.
+// Bytes the file system holding `path` allocates for a new file of `bytes` bytes: rounded up to
+// its block size (statvfs f_bsize; 4096 when unknown).
+std::uint64_t allocated_bytes(const std::filesystem::path& path, std::uint64_t bytes);
+// What an existing file occupies (st_blocks x 512); 0 when it is absent.
+std::uint64_t allocated_size(const std::filesystem::path& file);
+
+// Temporaries (*.frugal-tmp-*) under `workspace`, whoever owns them: remove only the ones
+// remove_if_abandoned() (fs.h) proves abandoned.
 std::vector<std::filesystem::path> find_temporary_files(const std::filesystem::path& workspace);
+// Partial join outputs (*.frugal-join) under `workspace`: kept, counted, listed with how to resume.
+std::vector<std::filesystem::path> find_partial_files(const std::filesystem::path& workspace);
 
 struct DiskBudgetOptions {
   std::optional<std::uint64_t> limit;            // --disk-budget; none = only the free space counts
   std::uint64_t warn_below = 512ull << 20;       // warn when less than this is left...
   double warn_below_fraction = 0.10;             // ...or less than this fraction of the limit
   std::chrono::seconds watch_interval{30};
+  // The folder whose abandoned temporaries make_room() may remove (the run's own folder); the
+  // rest of the workspace belongs to other runs and commands. Empty: none.
+  std::filesystem::path own_folder;
 };
 
 // Room for new files in a workspace: the smaller of (limit - usage) and the file system's free
 // space. make_room() frees space in a fixed order that never loses the last good checkpoint:
-//   1. temporary files (orphans of interrupted writes; never the one being written now),
+//   1. abandoned temporaries directly in options.own_folder (their writer is dead: fs.h's lock;
+//      never the one being written now, never another live process's, never a partial join),
 //   2. files that the evictable callback lists (checkpoints retention no longer needs), oldest
 //      first, one at a time until there is room.
-// When that is not enough it returns false and removes nothing more: the caller then tries a
-// smaller save (weights only) or skips this save loudly and goes on, or stops resumable (75).
+// When that is not enough it returns false and removes nothing more: the caller then skips this
+// save loudly and goes on, or stops resumable (75) only when a rerun continues from a checkpoint.
 class DiskBudget {
  public:
   DiskBudget(std::filesystem::path workspace, DiskBudgetOptions options, Env& env = Env::real());
@@ -75,6 +92,9 @@ class DiskBudget {
   // after make_room(); use before starting work that would otherwise fail half-way.
   void require(std::uint64_t bytes, const std::string& what);
   bool make_room(std::uint64_t bytes);
+  // For small appends (metrics, events): true when `bytes` fit, counted against the room last
+  // measured (re-measured only when that runs out), so a log line does not walk the workspace.
+  bool reserve(std::uint64_t bytes);
 
   // Files that may be deleted to make room, in deletion order (the checkpoint manager's
   // CheckpointManager::evictable()). Called under no lock of ours; must be thread-safe.
@@ -101,6 +121,7 @@ class DiskBudget {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<bool> warned_{false};
+  std::atomic<std::uint64_t> known_room_{0};  // room at the last measure, less reserve()d bytes
   std::thread watcher_;
 };
 

@@ -2,10 +2,16 @@
 //
 // Crash-safe write protocol (leveldb's): write "<path>.frugal-tmp-<random>" in the same folder,
 // fsync it, rename it over <path>, fsync the folder. A reader sees the old file or the new one,
-// never a torn one. Leftover "*.frugal-tmp-*" files are orphans of an interrupted write and may be
-// removed by `frugal clean` or at the start of a run.
+// never a torn one.
+//
+// A temporary carries its owner: the writer holds flock(LOCK_EX) on it from its creation until it
+// is renamed or removed (create_owned_temp). The kernel drops the lock when the owner dies, however
+// it dies, so a temporary whose lock can be taken is provably abandoned (a reused pid cannot make
+// a dead writer look alive); only such a one is removed (remove_if_abandoned), by `frugal clean`
+// or by a run in its own folder.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -52,6 +58,24 @@ std::filesystem::path temp_path_for(const std::filesystem::path& path);
 
 bool is_temp_path(const std::filesystem::path& path);
 
+// Creates `temp` exclusively, mode 0644, with flock(LOCK_EX) already held on the returned fd (the
+// lock lives as long as any duplicate of that fd). Where the file system has O_TMPFILE the file
+// is created unnamed, locked, then linked under its name, so it is never visible unlocked.
+// Returns -1 with errno set on failure (EEXIST, ENOSPC, ...).
+int create_owned_temp(const std::filesystem::path& temp);
+
+// Whether the temporary `temp` is abandoned: its owner's lock can be taken (the writer is gone)
+// and it has not been modified for `quiet` (for writers that do not lock, such as other programs
+// or older frugal versions; 0 trusts the lock alone). With `remove`, an abandoned one is unlinked
+// while the sweeper holds its lock, and `abandoned` means it was removed. A symbolic link or
+// anything but a regular file is `absent`.
+enum class TempState { abandoned, owned, recent, absent };
+TempState sweep_temp(const std::filesystem::path& temp, std::chrono::seconds quiet, bool remove);
+inline bool remove_if_abandoned(const std::filesystem::path& temp,
+                                std::chrono::seconds quiet = std::chrono::seconds(0)) {
+  return sweep_temp(temp, quiet, /*remove=*/true) == TempState::abandoned;
+}
+
 void fsync_fd(int fd, const std::string& name);
 void fsync_dir(const std::filesystem::path& dir);
 
@@ -75,6 +99,7 @@ class AtomicFile {
  private:
   std::filesystem::path path_, temp_;
   UniqueFd fd_;
+  UniqueFd lock_;  // a duplicate of fd_ that keeps the owner's lock until the rename is done
   std::uint64_t written_ = 0;
   bool committed_ = false;
 };

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,29 @@ struct SafetensorsHeader {
 SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
 // Parses an in-memory file (8-byte length + JSON + payload); `name` is used in messages.
 SafetensorsHeader parse_safetensors_header(const void* data, std::size_t size, const std::string& name);
+
+// JSON from a file, nested at most `max_depth` deep: nlohmann parses iteratively, but copying and
+// dumping a value recurse, so a crafted "[[[[..." of a few MB would overflow the stack later.
+// Throws Error(invalid) naming `where` for unparsable or too deeply nested text.
+nlohmann::json parse_json_bounded(std::string_view text, const std::string& where, int max_depth = 32);
+
+// Bytes per element of a safetensors dtype name ("F32" -> 4); 0 for a name it does not know.
+std::size_t safetensors_dtype_size(std::string_view dtype);
+
+// One tensor of a delta checkpoint's metadata "delta_index" (docs/formats.md, "Delta checkpoint").
+struct DeltaIndexItem {
+  std::string name, dtype, mode;    // mode: "same", "xor" or "raw"
+  std::vector<std::int64_t> shape;
+  std::uint64_t bytes = 0;          // dtype size x elements, computed without overflow
+};
+// Parses "delta_index" (torch-free, so it can be fuzzed). Throws Error(invalid) naming `where` for
+// anything but an array of [NAME, DTYPE, SHAPE, MODE] with known dtypes, non-negative dimensions
+// whose byte count fits 64 bits, known modes and unique names.
+std::vector<DeltaIndexItem> parse_delta_index(std::string_view text, const std::string& where);
+
+// The base of the delta checkpoint `delta_file`, from its metadata "base": a file name in the
+// same folder (not a path, not the delta itself), through confine_path(). Throws Error(invalid).
+std::filesystem::path delta_base_path(const std::filesystem::path& delta_file, std::string_view base);
 
 // "xxh3-64:<16 hex digits>" of a checkpoint's tensor payload (metadata "checksum").
 std::string payload_checksum(const void* data, std::size_t n);

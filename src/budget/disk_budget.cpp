@@ -1,8 +1,13 @@
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
 #include "frugal/budget.h"
+#include "frugal/checked.h"
 #include "frugal/fs.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
@@ -17,6 +22,7 @@ const char* to_string(FileKind kind) {
     case FileKind::data: return "data";
     case FileKind::checkpoint: return "checkpoints";
     case FileKind::temporary: return "temporary";
+    case FileKind::partial: return "partial";
     case FileKind::other: return "other";
   }
   return "other";
@@ -27,6 +33,7 @@ std::uint64_t& DiskUsage::operator[](FileKind kind) {
     case FileKind::data: return data;
     case FileKind::checkpoint: return checkpoints;
     case FileKind::temporary: return temporary;
+    case FileKind::partial: return partial;
     case FileKind::other: break;
   }
   return other;
@@ -34,8 +41,8 @@ std::uint64_t& DiskUsage::operator[](FileKind kind) {
 
 FileKind classify_file(const fs::path& path, bool in_run_folder) {
   std::string name = path.filename().string();
-  if (is_temp_path(path) || name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state"))
-    return FileKind::temporary;
+  if (is_temp_path(path)) return FileKind::temporary;
+  if (name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state")) return FileKind::partial;
   if (in_run_folder && name.ends_with(".safetensors")) return FileKind::checkpoint;
   // Archives, their split parts (frugal split, zip -s, plain split) and manifests.
   static const std::regex data_re(
@@ -56,25 +63,50 @@ DiskUsage measure_usage(const fs::path& workspace) {
     fs::path dir = it->path().parent_path();
     auto found = run_dirs.find(dir);
     if (found == run_dirs.end()) found = run_dirs.emplace(dir, fs::exists(dir / kConfigFile, ec2)).first;
-    auto size = it->file_size(ec2);
-    if (!ec2) u[classify_file(it->path(), found->second)] += size;
+    u[classify_file(it->path(), found->second)] += allocated_size(it->path());
   }
   if (ec) note("frugal: could not read all of " + workspace.string() + ": " + ec.message());
   return u;
 }
 
-std::vector<fs::path> find_temporary_files(const fs::path& workspace) {
+std::uint64_t allocated_size(const fs::path& file) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) return 0;
+  return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
+std::uint64_t allocated_bytes(const fs::path& path, std::uint64_t bytes) {
+  struct statvfs st {};
+  std::uint64_t block = 4096;
+  if (::statvfs(path.c_str(), &st) == 0 && st.f_bsize > 0) block = st.f_bsize;
+  if (bytes == 0) return 0;
+  return checked_mul<std::uint64_t>((bytes - 1) / block + 1, block, path.string(), "a file size in blocks");
+}
+
+namespace {
+
+std::vector<fs::path> find_files_of_kind(const fs::path& workspace, FileKind kind) {
   std::vector<fs::path> out;
   std::error_code ec;
   auto opts = fs::directory_options::skip_permission_denied;
   for (auto it = fs::recursive_directory_iterator(workspace, opts, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_regular_file(ec2) && !it->is_symlink(ec2) && classify_file(it->path(), false) == FileKind::temporary)
+    if (it->is_regular_file(ec2) && !it->is_symlink(ec2) && classify_file(it->path(), false) == kind)
       out.push_back(it->path());
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> find_temporary_files(const fs::path& workspace) {
+  return find_files_of_kind(workspace, FileKind::temporary);
+}
+
+std::vector<fs::path> find_partial_files(const fs::path& workspace) {
+  return find_files_of_kind(workspace, FileKind::partial);
 }
 
 DiskBudget::DiskBudget(fs::path workspace, DiskBudgetOptions options, Env& env)
@@ -88,7 +120,19 @@ std::uint64_t DiskBudget::available() {
     std::uint64_t used = measure_usage(workspace_).total();
     room = std::min(room, used >= *options_.limit ? 0 : *options_.limit - used);
   }
+  known_room_ = room;
   return room;
+}
+
+bool DiskBudget::reserve(std::uint64_t bytes) {
+  std::uint64_t room = known_room_.load();
+  while (room >= bytes) {
+    if (known_room_.compare_exchange_weak(room, room - bytes)) return true;
+  }
+  room = available();
+  if (room < bytes) return false;
+  known_room_ -= bytes;
+  return true;
 }
 
 void DiskBudget::set_evictable(std::function<std::vector<fs::path>()> evictable) {
@@ -112,11 +156,16 @@ bool DiskBudget::make_room(std::uint64_t bytes) {
   std::set<fs::path> busy;
   if (in_progress)
     for (auto& p : in_progress()) busy.insert(p);
-  for (const auto& tmp : find_temporary_files(workspace_)) {
-    if (busy.count(tmp)) continue;
-    if (env_.remove_file(tmp)) note("frugal: removed leftover temporary file " + tmp.string() + " to make room");
-    if (available() >= bytes) return true;
-  }
+  // Only this run's folder, and only temporaries whose writer is provably gone (fs.h): another
+  // run's or command's files, and partial joins, are not ours to delete.
+  std::error_code ec;
+  if (!options_.own_folder.empty())
+    for (const auto& e : fs::directory_iterator(options_.own_folder, ec)) {
+      if (!is_temp_path(e.path()) || busy.count(e.path())) continue;
+      if (!remove_if_abandoned(e.path())) continue;
+      note("frugal: removed abandoned temporary file " + e.path().string() + " to make room");
+      if (available() >= bytes) return true;
+    }
   if (evictable) {
     for (const auto& old : evictable()) {
       if (env_.remove_file(old))

@@ -21,9 +21,12 @@ namespace {
 
 class PosixWritableFile : public WritableFile {
  public:
-  PosixWritableFile(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // `lock`: a duplicate of `fd` holding the owner's flock on a temporary (fs.h), kept until this
+  // object is destroyed, so close() before the rename does not let a sweeper take the file.
+  PosixWritableFile(std::filesystem::path path, int fd, int lock = -1) : path_(std::move(path)), fd_(fd), lock_(lock) {}
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
+    if (lock_ >= 0) ::close(lock_);
   }
   void append(const void* data, std::size_t n) override {
     auto* p = static_cast<const char*>(data);
@@ -50,11 +53,24 @@ class PosixWritableFile : public WritableFile {
  private:
   std::filesystem::path path_;
   int fd_;
+  int lock_;
 };
 
 class PosixEnv : public Env {
  public:
   std::unique_ptr<WritableFile> new_writable_file(const std::filesystem::path& path) override {
+    if (is_temp_path(path)) {
+      int fd = create_owned_temp(path);
+      if (fd < 0) fail_write_errno("create", path, errno);
+      int lock = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (lock < 0) {
+        const int err = errno;
+        ::unlink(path.c_str());
+        ::close(fd);
+        fail_write_errno("duplicate the descriptor of", path, err);
+      }
+      return std::make_unique<PosixWritableFile>(path, fd, lock);
+    }
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) fail_write_errno("create", path, errno);
     return std::make_unique<PosixWritableFile>(path, fd);
@@ -87,12 +103,12 @@ AtomicWrite::AtomicWrite(Env& env, std::filesystem::path path)
 
 AtomicWrite::~AtomicWrite() {
   if (committed_) return;
-  file_.reset();
   try {
-    env_.remove_file(temp_);
+    env_.remove_file(temp_);  // before file_ goes: its owner's lock is held until then
   } catch (const std::exception&) {
-    // Best effort: an orphan carries kTempMarker, so the next run or `frugal clean` removes it.
+    // Best effort: the lock dies with file_ below, so the next run or `frugal clean` removes it.
   }
+  file_.reset();
 }
 
 void AtomicWrite::commit() {
@@ -100,6 +116,7 @@ void AtomicWrite::commit() {
   file_->close();
   env_.rename_file(temp_, path_);
   committed_ = true;
+  file_.reset();  // drops the owner's lock, now that the temporary has its final name
   // After the rename the new file is visible; a failed folder sync only weakens durability
   // across a power cut, but callers must still hear about it.
   env_.sync_dir(path_.parent_path().empty() ? std::filesystem::path(".") : path_.parent_path());

@@ -1,11 +1,14 @@
 #include "frugal/fs.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <ctime>
 #include <random>
 
 #include "frugal/error.h"
@@ -89,6 +92,56 @@ bool is_temp_path(const std::filesystem::path& path) {
   return path.filename().string().find(kTempMarker) != std::string::npos;
 }
 
+int create_owned_temp(const std::filesystem::path& temp) {
+  const std::filesystem::path dir = temp.parent_path().empty() ? std::filesystem::path(".") : temp.parent_path();
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    // Private until linked: nobody else can hold its lock, so this cannot block.
+    if (::flock(fd, LOCK_EX) == 0) {
+      char proc[64];
+      std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+      if (::linkat(AT_FDCWD, proc, AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) return fd;
+    }
+    const int err = errno;
+    ::close(fd);
+    if (err != ENOENT && err != EPERM && err != EACCES && err != EINVAL && err != EOPNOTSUPP) {
+      errno = err;  // EEXIST, ENOSPC, EDQUOT, ...: the named create would fail the same way
+      return -1;
+    }
+  } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    return -1;
+  }
+  // No O_TMPFILE here (or no /proc): created by name, then locked. A sweeper that runs between
+  // the two calls can remove it; the writer's rename then fails and nothing else is lost.
+  fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+TempState sweep_temp(const std::filesystem::path& temp, std::chrono::seconds quiet, bool remove) {
+  int fd = ::open(temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return TempState::absent;
+  UniqueFd guard(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return TempState::absent;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return TempState::owned;  // its writer is alive
+  if (quiet.count() > 0 && std::time(nullptr) - st.st_mtime < quiet.count()) return TempState::recent;
+  if (!remove) return TempState::abandoned;
+  // Still the file we locked (not replaced under the name meanwhile); unlinked while we hold the
+  // lock, so no writer can have adopted it in between.
+  struct stat now {};
+  if (::lstat(temp.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
+    return TempState::absent;
+  return ::unlink(temp.c_str()) == 0 ? TempState::abandoned : TempState::absent;
+}
+
 void fsync_fd(int fd, const std::string& name) {
   if (::fsync(fd) != 0) fail_errno("fsync", name, errno);
 }
@@ -108,16 +161,20 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view data)
 }
 
 AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)), temp_(temp_path_for(path_)) {
-  int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = create_owned_temp(temp_);
   if (fd < 0) fail_errno("create", temp_.string(), errno);
   fd_ = UniqueFd(fd);
+  int lock = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (lock < 0) {
+    const int err = errno;
+    ::unlink(temp_.c_str());
+    fail_errno("duplicate the descriptor of", temp_.string(), err);
+  }
+  lock_ = UniqueFd(lock);
 }
 
 AtomicFile::~AtomicFile() {
-  if (!committed_) {
-    fd_ = UniqueFd();
-    ::unlink(temp_.c_str());
-  }
+  if (!committed_) ::unlink(temp_.c_str());  // while still holding the lock
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {
@@ -130,6 +187,7 @@ void AtomicFile::commit() {
   if (::close(fd_.release()) != 0) fail_errno("close", temp_.string(), errno);
   if (::rename(temp_.c_str(), path_.c_str()) != 0) fail_errno("rename", path_.string(), errno);
   committed_ = true;
+  lock_ = UniqueFd();
   fsync_dir(path_.parent_path());
 }
 

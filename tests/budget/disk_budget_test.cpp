@@ -26,7 +26,7 @@ TEST(ClassifyFile, SortsWorkspaceFilesByKind) {
   EXPECT_EQ(classify_file("run/ckpt-e0001-s000010.safetensors", true), FileKind::checkpoint);
   EXPECT_EQ(classify_file("run/best.safetensors", true), FileKind::checkpoint);
   EXPECT_EQ(classify_file("run/best.safetensors.frugal-tmp-0123abcd", true), FileKind::temporary);
-  EXPECT_EQ(classify_file("data/big.zip.frugal-join", false), FileKind::temporary);
+  EXPECT_EQ(classify_file("data/big.zip.frugal-join", false), FileKind::partial);
   EXPECT_EQ(classify_file("run/metrics.jsonl", true), FileKind::other);
   EXPECT_EQ(classify_file("weights.safetensors", false), FileKind::other);
 }
@@ -37,11 +37,12 @@ TEST(MeasureUsage, AddsSizesByKind) {
   put(dir / "run/config.json", 10);
   put(dir / "run/ckpt-e0001-s000010.safetensors", 300);
   put(dir / "run/x.safetensors.frugal-tmp-1234", 50);
-  auto u = measure_usage(dir.path());
-  EXPECT_EQ(u.data, 1000u);
-  EXPECT_EQ(u.checkpoints, 300u);
-  EXPECT_EQ(u.temporary, 50u);
-  EXPECT_EQ(u.other, 10u);
+  auto u = measure_usage(dir.path());  // allocated blocks, as the file system counts them
+  EXPECT_EQ(u.data, allocated_size(dir / "data/a.zip"));
+  EXPECT_EQ(u.checkpoints, allocated_size(dir / "run/ckpt-e0001-s000010.safetensors"));
+  EXPECT_EQ(u.temporary, allocated_size(dir / "run/x.safetensors.frugal-tmp-1234"));
+  EXPECT_EQ(u.other, allocated_size(dir / "run/config.json"));
+  EXPECT_GE(u.data, 1000u);
 }
 
 TEST(DiskBudget, LimitCountsAgainstWorkspaceUsage) {
@@ -49,7 +50,7 @@ TEST(DiskBudget, LimitCountsAgainstWorkspaceUsage) {
   put(dir / "data/a.zip", 4000);
   FaultEnv env;
   DiskBudget b(dir.path(), {.limit = 10000}, env);
-  EXPECT_EQ(b.available(), 6000u);
+  EXPECT_EQ(b.available(), 10000u - allocated_size(dir / "data/a.zip"));
   env.free_bytes = 100;
   EXPECT_EQ(b.available(), 100u);
 }
@@ -61,14 +62,15 @@ TEST(DiskBudget, MakeRoomRemovesTemporariesFirstThenEvictableOldestFirst) {
   put(dir / "run/live.frugal-tmp-2", 1000);
   put(dir / "run/old1", 1000);
   put(dir / "run/old2", 1000);
+  const std::uint64_t f = allocated_size(dir / "run/old1");  // each file's blocks
   FaultEnv env;
-  DiskBudget b(dir.path(), {.limit = 4500}, env);
+  DiskBudget b(dir.path(), {.limit = 4 * f + f / 2, .own_folder = dir / "run"}, env);
   b.set_in_progress([&] { return std::vector<fs::path>{dir / "run/live.frugal-tmp-2"}; });
   b.set_evictable([&] { return std::vector<fs::path>{dir / "run/old1", dir / "run/old2"}; });
-  EXPECT_TRUE(b.make_room(1000));  // temporary a goes; 1500 free
+  EXPECT_TRUE(b.make_room(f));  // temporary a goes; 1.5 files free
   EXPECT_FALSE(fs::exists(dir / "run/a.frugal-tmp-1"));
   EXPECT_TRUE(fs::exists(dir / "run/old1"));
-  EXPECT_TRUE(b.make_room(2000));  // then old1
+  EXPECT_TRUE(b.make_room(2 * f));  // then old1
   EXPECT_FALSE(fs::exists(dir / "run/old1"));
   EXPECT_TRUE(fs::exists(dir / "run/old2"));
   EXPECT_TRUE(fs::exists(dir / "run/live.frugal-tmp-2"));
