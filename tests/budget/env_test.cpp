@@ -46,11 +46,16 @@ TEST(WriteAtomic, FailureAtAnyOperationLeavesOldOrNewFileNeverATornOne) {
       bool threw = false;
       try {
         write_text(env, p, "the new content");
-      } catch (const DiskFullError&) {
+      } catch (const DiskFullError& e) {
         threw = true;
-        EXPECT_EQ(fault, FaultEnv::Fault::disk_full);
-      } catch (const Error&) {
+        // The injected ENOSPC comes out as itself, not re-wrapped as another error.
+        EXPECT_EQ(fault, FaultEnv::Fault::disk_full) << "at op " << at << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find("injected ENOSPC"), std::string::npos) << e.what();
+      } catch (const Error& e) {
         threw = true;
+        EXPECT_EQ(fault, FaultEnv::Fault::io) << "a disk-full came back as " << e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::io) << e.what();
+        EXPECT_NE(std::string(e.what()).find("injected I/O error"), std::string::npos) << e.what();
       }
       std::string now = read_file(p);
       EXPECT_TRUE(now == "old content" || now == "the new content") << "at op " << at << ": " << now;
@@ -61,6 +66,24 @@ TEST(WriteAtomic, FailureAtAnyOperationLeavesOldOrNewFileNeverATornOne) {
         break;
       }
     }
+  }
+}
+
+// A real ENOSPC from the kernel (/dev/full refuses every write with it) is a DiskFullError that
+// names the file and tells the user what to do.
+TEST(PosixEnv, EnospcIsDiskFullWithTheFreeSpaceHint) {
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
+  auto f = Env::real().new_writable_file("/dev/full");
+  try {
+    f->append(std::string(4096, 'x'));
+    f->sync();
+    FAIL() << "a write to /dev/full succeeded";
+  } catch (const DiskFullError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::io);
+    EXPECT_NE(m.find("/dev/full"), std::string::npos) << m;
+    EXPECT_NE(m.find("No space left on device"), std::string::npos) << m;
+    EXPECT_NE(m.find("free disk space (frugal du, frugal clean)"), std::string::npos) << m;
   }
 }
 

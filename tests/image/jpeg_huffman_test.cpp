@@ -66,10 +66,12 @@ const CropBox kBoxes[] = {{0, 0, 333, 251}, {15, 17, 33, 31}, {0, 200, 40, 51}, 
 
 TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
   // Baseline 4:2:0, 4:4:4, 4:2:2, gray and CMYK (one interleaved scan with 1 to 6 blocks per MCU),
-  // with restart markers every 5 MCUs and every MCU row, and progressive (PIL's ten scans: DC
-  // first and refinement, AC first and refinement).
+  // with restart markers every 5 MCUs and every MCU row, with optimised Huffman tables (4:2:0,
+  // 4:4:4, gray), and progressive (PIL's ten scans: DC first and refinement, AC first and
+  // refinement).
   for (const char* name : {"large420.jpg", "large444.jpg", "large422.jpg", "large_gray.jpg", "large_cmyk.jpg",
-                           "large_restart.jpg", "large_restart_rows.jpg", "large_progressive.jpg",
+                           "large_restart.jpg", "large_restart_rows.jpg", "large_optimized.jpg",
+                           "large444_optimized.jpg", "large_gray_optimized.jpg", "large_progressive.jpg",
                            "progressive.jpg"}) {
     const auto bytes = fixture(name);
     const ImageInfo info = read_image_info(bytes, name, 1u << 30);
@@ -94,6 +96,51 @@ TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
           EXPECT_EQ(after.gave_up, before.gave_up) << what;
           expect_same(fast, ref, what);
         }
+  }
+}
+
+// The code-length counts (BITS) of every DHT table in a JPEG.
+std::vector<std::vector<std::uint8_t>> huffman_bits(const std::vector<std::uint8_t>& b) {
+  std::vector<std::vector<std::uint8_t>> tables;
+  for (std::size_t i = 2; i + 4 <= b.size() && b[i] == 0xFF;) {
+    const std::uint8_t marker = b[i + 1];
+    const std::size_t len = b[i + 2] << 8 | b[i + 3];
+    if (marker == 0xDA) break;  // entropy-coded data follows
+    if (marker == 0xC4) {
+      for (std::size_t p = i + 4; p + 17 <= i + 2 + len;) {
+        std::vector<std::uint8_t> bits(b.begin() + p + 1, b.begin() + p + 17);
+        std::size_t values = 0;
+        for (auto n : bits) values += n;
+        tables.push_back(std::move(bits));
+        p += 17 + values;
+      }
+    }
+    i += 2 + len;
+  }
+  return tables;
+}
+
+// The fixtures said to have optimised Huffman tables do: none of their tables is one of the
+// four standard tables of JPEG Annex K.3 that encoders use by default (and the default files'
+// tables are, so the check can tell them apart).
+TEST_F(FastHuffman, OptimisedFixturesCarryTheirOwnHuffmanTables) {
+  const std::vector<std::vector<std::uint8_t>> standard = {
+      {0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},         // DC luminance
+      {0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},         // DC chrominance
+      {0, 2, 1, 3, 3, 2, 4, 3, 5, 5, 4, 4, 0, 0, 1, 0x7d},      // AC luminance
+      {0, 2, 1, 2, 4, 4, 3, 4, 7, 5, 4, 4, 0, 1, 2, 0x77}};     // AC chrominance
+  auto is_standard = [&](const std::vector<std::uint8_t>& t) {
+    return std::find(standard.begin(), standard.end(), t) != standard.end();
+  };
+  for (const char* name : {"large_optimized.jpg", "large444_optimized.jpg", "large_gray_optimized.jpg"}) {
+    const auto tables = huffman_bits(fixture(name));
+    EXPECT_GE(tables.size(), 2u) << name;
+    for (const auto& t : tables) EXPECT_FALSE(is_standard(t)) << name;
+  }
+  for (const char* name : {"large420.jpg", "large444.jpg", "large_gray.jpg"}) {
+    const auto tables = huffman_bits(fixture(name));
+    EXPECT_GE(tables.size(), 2u) << name;
+    for (const auto& t : tables) EXPECT_TRUE(is_standard(t)) << name;
   }
 }
 

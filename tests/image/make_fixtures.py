@@ -47,6 +47,8 @@ large.save(out / "large_restart.jpg", "JPEG", quality=90, restart_marker_blocks=
 large.save(out / "large_restart_rows.jpg", "JPEG", quality=90, restart_marker_rows=1)
 large.save(out / "large_progressive_restart.jpg", "JPEG", quality=90, progressive=True, restart_marker_blocks=5)
 large.save(out / "large_optimized.jpg", "JPEG", quality=90, optimize=True)  # its own Huffman tables
+large.save(out / "large444_optimized.jpg", "JPEG", quality=90, subsampling=0, optimize=True)
+large.convert("L").save(out / "large_gray_optimized.jpg", "JPEG", quality=90, optimize=True)
 
 rgb = Image.fromarray(photo(131, 97))
 save("baseline.jpg", rgb, "JPEG", quality=90)
