@@ -5,6 +5,9 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
 pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
+# zlib: streaming gunzip of IDX files, so that output can stop at the declared size (libdeflate
+# inflates whole buffers only). Installed with libspng-dev, which depends on it.
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)

@@ -39,13 +39,23 @@ struct ZipEntry {
   bool is_dir = false;
   bool is_symlink = false;
   bool encrypted = false;
-  bool duplicate_name = false;  // an earlier entry has the same name (find() returns the first)
+  // An earlier entry names the same path: the same name, or one that normalises to it ("d/f",
+  // "d/./f", "d//f"; normalize_relative()). find() looks names up as written and returns the first.
+  bool duplicate_name = false;
+  std::uint32_t duplicate_of = 0;  // with duplicate_name: the index of the entry it collides with
 };
 
 // Why entry e must not be extracted, or "" when it may be: an unsafe name (empty, "..", absolute,
 // backslash, drive letter, NUL byte), a symlink, a duplicate name, encryption, or a method other
 // than stored/deflate. Listing and verifying still show such entries; extraction refuses them.
 std::string entry_problem(const ZipEntry& e);
+
+class Archive;
+// entry_problem() of entry i, naming the entry a duplicate collides with.
+std::string entry_problem(const Archive& archive, std::size_t i);
+// Throws Error(invalid) naming both entries when two entries name the same path: training and
+// extraction could not tell which one is meant.
+void refuse_duplicate_names(const Archive& archive);
 
 std::string method_name(std::uint16_t method);  // "stored", "deflate", "bzip2", ... or "method-N"
 
@@ -60,6 +70,9 @@ class ByteSource {
   virtual std::vector<std::filesystem::path> files() const = 0;
   // Size of each file in files(), in order; a `zip -s` set counts offsets per part ("disk").
   virtual std::vector<std::uint64_t> part_sizes() const { return {size()}; }
+  // Throws Error(invalid) when a file shrank while mapped (bytes read since then may be zeros):
+  // read_at checks it itself; a reader of view() bytes calls it once done with them.
+  virtual void check_intact() const {}
   // A zero-copy view of [offset, offset+n) when it lies in one memory-mapped piece, else empty.
   virtual std::optional<std::span<const std::uint8_t>> view(std::uint64_t offset, std::size_t n) const {
     (void)offset; (void)n;

@@ -1,14 +1,17 @@
 // `frugal extract`: all checks first (unsafe names, budgets), then crash-safe writes inside DIR.
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <set>
 
 #include <system_error>
 
 #include "frugal/archive.h"
+#include "frugal/checked.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/progress.h"
@@ -47,7 +50,7 @@ void refuse_unsafe(const Archive& archive, const std::vector<std::size_t>& selec
   std::size_t bad = 0;
   for (std::size_t i : selected) {
     const ZipEntry& e = archive.entries()[i];
-    std::string p = entry_problem(e);
+    std::string p = entry_problem(archive, i);
     if (p.empty()) continue;
     if (++bad <= 10) list += (list.empty() ? "" : ", ") + ("'" + e.name + "' (" + p + ")");
   }
@@ -65,22 +68,75 @@ fs::path nearest_existing(fs::path p) {
   return p;
 }
 
-void check_budgets(const Archive& archive, const std::vector<std::size_t>& selected, const ExtractOptions& o) {
-  std::uint64_t total = 0;
-  for (std::size_t i : selected) total += archive.entries()[i].size;
+// What extraction costs on disk: the file system allocates whole blocks, so 10,000 files of 10
+// bytes take 40 MB on a 4 KiB-block file system, not 100 KB. Counted per file (its size rounded up
+// to the block), per folder (its directory entries: 8 bytes plus the name, rounded to 4, as ext4
+// stores them, in whole blocks, at least one for a folder created here). Sums are checked: declared
+// sizes come from the archive and must not wrap around below a budget.
+struct DiskCost {
+  std::uint64_t declared = 0;   // bytes the selected entries declare
+  std::uint64_t allocated = 0;  // bytes of blocks the file system will allocate for them
+  std::uint64_t block = 0;
+};
+
+DiskCost disk_cost(const Archive& archive, const std::vector<std::size_t>& selected, std::uint64_t block) {
   const std::string where = archive.display_name();
-  if (o.max_bytes && total > *o.max_bytes)
-    fail(ErrorKind::budget, where, "at most " + format_size(*o.max_bytes) + " to extract (--max-bytes)",
-         format_size(total) + " declared by the selected entries",
-         "nothing was written; raise --max-bytes, or select fewer entries (patterns, --limit)");
-  if (o.disk_budget && total > *o.disk_budget)
-    fail(ErrorKind::budget, where, "at most " + format_size(*o.disk_budget) + " of disk (--disk-budget)",
-         format_size(total) + " declared by the selected entries",
-         "nothing was written; raise --disk-budget, or select fewer entries (patterns, --limit)");
+  DiskCost c;
+  c.block = block;
+  auto in_blocks = [&](std::uint64_t bytes) {
+    return checked_mul(bytes / block + (bytes % block != 0), block, where, "the disk space to extract");
+  };
+  std::set<std::string> paths, folders;  // normal forms of every file and folder the selection makes
+  for (std::size_t i : selected) {
+    const ZipEntry& e = archive.entries()[i];
+    const std::string norm = normalize_relative(e.name);
+    if (e.is_dir && !norm.empty()) folders.insert(norm);
+    for (std::size_t slash = norm.find('/'); slash != std::string::npos; slash = norm.find('/', slash + 1))
+      folders.insert(norm.substr(0, slash));
+    if (!norm.empty()) paths.insert(norm);
+    if (e.is_dir) continue;
+    c.declared = checked_add(c.declared, e.size, where, "the sum of the selected entries' sizes");
+    c.allocated = checked_add(c.allocated, in_blocks(e.size), where, "the disk space to extract");
+  }
+  paths.insert(folders.begin(), folders.end());
+  std::map<std::string, std::uint64_t> dirent_bytes;  // folder ("" for DIR itself) -> its entries
+  for (const std::string& f : folders) dirent_bytes.try_emplace(f, 0);
+  for (const std::string& p : paths) {
+    const std::size_t slash = p.rfind('/');
+    const std::uint64_t name_len = slash == std::string::npos ? p.size() : p.size() - slash - 1;
+    dirent_bytes[slash == std::string::npos ? std::string() : p.substr(0, slash)] += (8 + name_len + 3) / 4 * 4;
+  }
+  for (const auto& [dir, bytes] : dirent_bytes) {
+    // A folder made here costs at least one block; DIR itself may exist already and only grows.
+    const std::uint64_t cost = dir.empty() ? in_blocks(bytes) : std::max(in_blocks(bytes), block);
+    c.allocated = checked_add(c.allocated, cost, where, "the disk space to extract");
+  }
+  return c;
+}
+
+std::uint64_t block_size(const fs::path& target) {
+  struct statvfs st {};
+  if (::statvfs(target.c_str(), &st) != 0) fail_errno("statvfs", target.string(), errno);
+  return st.f_frsize > 0 ? st.f_frsize : (st.f_bsize > 0 ? st.f_bsize : 4096);
+}
+
+void check_budgets(const Archive& archive, const std::vector<std::size_t>& selected, const ExtractOptions& o) {
   const fs::path target = nearest_existing(o.dir);
+  const DiskCost cost = disk_cost(archive, selected, block_size(target));
+  const std::string where = archive.display_name();
+  if (o.max_bytes && cost.declared > *o.max_bytes)
+    fail(ErrorKind::budget, where, "at most " + format_size(*o.max_bytes) + " to extract (--max-bytes)",
+         format_size(cost.declared) + " declared by the selected entries",
+         "nothing was written; raise --max-bytes, or select fewer entries (patterns, --limit)");
+  const std::string on_disk = format_size(cost.allocated) + " on disk (" + format_size(cost.declared) +
+                              " declared, in blocks of " + format_size(cost.block) + ")";
+  if (o.disk_budget && cost.allocated > *o.disk_budget)
+    fail(ErrorKind::budget, where, "at most " + format_size(*o.disk_budget) + " of disk (--disk-budget)",
+         on_disk + " for the selected entries",
+         "nothing was written; raise --disk-budget, or select fewer entries (patterns, --limit)");
   const std::uint64_t free = free_space(target);
-  if (total > free)
-    fail(ErrorKind::budget, o.dir.string(), format_size(total) + " of free space", format_size(free) + " free",
+  if (cost.allocated > free)
+    fail(ErrorKind::budget, o.dir.string(), on_disk + " of free space", format_size(free) + " free",
          "nothing was written; free some space or extract elsewhere with -C");
 }
 
@@ -176,9 +232,10 @@ ExtractResult extract(const Archive& archive, const ExtractOptions& options) {
   BatchWriter writer(root);
   for (std::size_t i : selected) {
     const ZipEntry& e = archive.entries()[i];
-    const fs::path target = root / fs::path(e.name).relative_path();
     const std::string where = archive.display_name() + ":" + e.name;
-    const fs::path rel = fs::path(e.name).relative_path();
+    if (e.is_dir && normalize_relative(e.name).empty()) continue;  // "./": DIR itself
+    const fs::path target = confine_path(root, e.name, where);
+    const fs::path rel = target.lexically_relative(root);
     if (e.is_dir) {
       make_dirs_inside(root, rel, where);
       ++result.dirs;

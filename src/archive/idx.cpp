@@ -1,7 +1,7 @@
 #include "archive/idx.h"
 
-#include <libdeflate.h>
 #include <spng.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "frugal/checked.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 
@@ -18,25 +19,121 @@ std::uint32_t be32(const std::uint8_t* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
 }
 
-// Fills `data` with the IDX header's dimensions after checking magic and declared length.
-std::vector<std::uint32_t> idx_dims(const std::vector<std::uint8_t>& data, int want_dims, const std::string& where) {
-  if (data.size() < 4 || data[0] != 0 || data[1] != 0 || data[2] != 0x08 || data[3] != want_dims)
+constexpr std::size_t header_size(int dims) { return 4 + 4 * static_cast<std::size_t>(dims); }
+
+// The size the header declares (header + product of the dimensions), after checking the magic;
+// `head` holds at least the header. The product is checked: 2^22 * 2^22 * 2^20 must not wrap to 0.
+std::uint64_t declared_size(std::span<const std::uint8_t> head, int want_dims, const std::string& where,
+                            std::vector<std::uint32_t>* dims = nullptr) {
+  if (head.size() < 4 || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] != want_dims)
     fail(ErrorKind::invalid, where, "an IDX file of unsigned bytes with " + std::to_string(want_dims) + " dimension(s)",
-         data.size() < 4 ? "a file of " + std::to_string(data.size()) + " bytes" : "another header",
+         head.size() < 4 ? "a file of " + std::to_string(head.size()) + " bytes" : "another header",
          "give the MNIST-style images-idx3 / labels-idx1 file");
-  std::size_t header = 4 + 4 * static_cast<std::size_t>(want_dims);
-  if (data.size() < header)
+  if (head.size() < header_size(want_dims))
     fail(ErrorKind::invalid, where, "a complete IDX header", "a truncated file", "download the file again");
-  std::vector<std::uint32_t> dims;
   std::uint64_t n = 1;
   for (int i = 0; i < want_dims; ++i) {
-    dims.push_back(be32(&data[4 + 4 * i]));
-    n *= dims.back();
+    const std::uint32_t d = be32(&head[4 + 4 * static_cast<std::size_t>(i)]);
+    if (dims) dims->push_back(d);
+    n = checked_mul<std::uint64_t>(n, d, where, "the IDX dimensions' product");
   }
-  if (data.size() != header + n)
-    fail(ErrorKind::invalid, where, std::to_string(header + n) + " bytes from the IDX header",
+  return checked_add<std::uint64_t>(n, header_size(want_dims), where, "the IDX file size");
+}
+
+// Checks magic, dimensions and that the data is exactly as long as they declare.
+std::vector<std::uint32_t> idx_dims(std::span<const std::uint8_t> data, int want_dims, const std::string& where) {
+  std::vector<std::uint32_t> dims;
+  const std::uint64_t want = declared_size(data, want_dims, where, &dims);
+  if (data.size() != want)
+    fail(ErrorKind::invalid, where, std::to_string(want) + " bytes from the IDX header",
          std::to_string(data.size()) + " bytes", "the file is truncated or damaged; download it again");
   return dims;
+}
+
+bool is_gzip(std::span<const std::uint8_t> raw) { return raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b; }
+
+// Gunzips every member, stopping at what the IDX header (in the first bytes of output) declares:
+// the output grows with what inflation produces, and one byte past the declared size is a bomb or a
+// damaged file, refused. The declared size itself must be one deflate can reach from the input
+// (at most 1032:1), so a header cannot promise what the file cannot hold.
+std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
+  z_stream zs{};
+  if (::inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) fail(ErrorKind::io, where, "a gzip decoder", "no memory", "");
+  std::unique_ptr<z_stream, int (*)(z_stream*)> cleanup(&zs, ::inflateEnd);
+  zs.next_in = const_cast<Bytef*>(raw.data());
+  std::size_t in_left = raw.size();
+  // One inflate() call into [out, out + room); returns zlib's code. Input is fed in pieces of at
+  // most 1 GiB (avail_in is 32 bits).
+  auto step = [&](std::uint8_t* out, std::size_t room) {
+    zs.next_out = out;
+    zs.avail_out = static_cast<uInt>(room);
+    zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, std::size_t{1} << 30));
+    const uInt in_before = zs.avail_in;
+    const int rc = ::inflate(&zs, Z_NO_FLUSH);
+    in_left -= in_before - zs.avail_in;
+    if (rc == Z_DATA_ERROR || rc == Z_MEM_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR)
+      fail(ErrorKind::invalid, where, "gzip data", "a corrupt gzip stream", "download the file again");
+    if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_out > 0 && in_left == 0))
+      fail(ErrorKind::invalid, where, "a complete gzip stream", "a truncated one", "download the file again");
+    return rc;
+  };
+  auto rest = [&] { return std::span<const std::uint8_t>(zs.next_in, in_left); };
+  auto only_zeros = [](std::span<const std::uint8_t> b) {
+    return std::all_of(b.begin(), b.end(), [](std::uint8_t x) { return x == 0; });
+  };
+
+  std::vector<std::uint8_t> out;
+  std::uint64_t limit = header_size(want_dims);  // until the header is out, then the declared size
+  bool have_header = false, ended = false;
+  constexpr std::size_t kStep = std::size_t{1} << 20;
+  while (!ended) {
+    if (out.size() == limit) {
+      if (have_header) break;
+      limit = declared_size(out, want_dims, where);
+      have_header = true;
+      std::uint64_t reachable = 0;
+      if (__builtin_mul_overflow(std::uint64_t{raw.size()}, std::uint64_t{1032}, &reachable) || limit > reachable)
+        fail(ErrorKind::invalid, where, "an IDX header declaring what its gzip data can hold",
+             std::to_string(limit) + " bytes declared in a " + std::to_string(raw.size()) + "-byte gzip file",
+             "the file is damaged or crafted; download it again");
+      // Room for a typical ratio up front (MNIST's is ~5:1) spares most reallocations; beyond it
+      // the buffer grows only as output appears.
+      out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(limit, std::uint64_t{raw.size()} * 8)));
+      continue;
+    }
+    const std::size_t base = out.size();
+    const std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(kStep, limit - base));
+    out.resize(base + room);  // grows with the output: memory follows what was inflated
+    const int rc = step(out.data() + base, room);
+    out.resize(base + (room - zs.avail_out));
+    if (rc == Z_STREAM_END) {
+      // Another member may follow (concatenated members are one gzip stream); zero padding may too.
+      if (is_gzip(rest())) {
+        ::inflateReset(&zs);
+      } else if (only_zeros(rest())) {
+        ended = true;
+      } else {
+        fail(ErrorKind::invalid, where, "gzip members only", "other bytes after one", "download the file again");
+      }
+    }
+  }
+  if (!ended) {
+    // The declared size is out: the stream must end here (its trailer checks the CRC-32), with
+    // nothing after it but zero padding. One byte more is a bomb or a damaged file.
+    std::uint8_t probe = 0;
+    const int rc = step(&probe, 1);
+    if (zs.avail_out == 0 || (rc == Z_STREAM_END && !only_zeros(rest())))
+      fail(ErrorKind::invalid, where, std::to_string(limit) + " bytes from the IDX header",
+           "more data when decompressed (stopped there)", "the file is damaged or a gzip bomb; download it again");
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> idx_bytes(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
+  std::vector<std::uint8_t> data =
+      is_gzip(raw) ? gunzip_idx(raw, want_dims, where) : std::vector<std::uint8_t>(raw.begin(), raw.end());
+  idx_dims(data, want_dims, where);
+  return data;
 }
 
 std::string lower(std::string s) {
@@ -71,55 +168,38 @@ std::filesystem::path labels_for(const std::filesystem::path& images) {
 }
 }  // namespace
 
-std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
-  std::string raw = read_file(path);
-  const auto* in = reinterpret_cast<const std::uint8_t*>(raw.data());
-  if (raw.size() < 2 || in[0] != 0x1f || in[1] != 0x8b) return {in, in + raw.size()};
-  std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> d(libdeflate_alloc_decompressor(),
-                                                                               libdeflate_free_decompressor);
-  std::vector<std::uint8_t> out;
-  std::size_t pos = 0;
-  while (pos + 18 <= raw.size()) {  // one gzip member per round (concatenated members are valid gzip)
-    std::size_t in_used = 0, out_n = 0;
-    // The trailer's ISIZE is the size mod 2^32 of the last member; the buffer grows if it is wrong.
-    std::uint32_t isize = std::uint32_t(in[raw.size() - 4]) | (std::uint32_t(in[raw.size() - 3]) << 8) |
-                          (std::uint32_t(in[raw.size() - 2]) << 16) | (std::uint32_t(in[raw.size() - 1]) << 24);
-    std::size_t cap = std::max<std::size_t>(isize, std::size_t(1) << 16);
-    for (;;) {
-      std::size_t base = out.size();
-      out.resize(base + cap);
-      auto r = libdeflate_gzip_decompress_ex(d.get(), in + pos, raw.size() - pos, out.data() + base, cap, &in_used,
-                                             &out_n);
-      if (r == LIBDEFLATE_SUCCESS) {
-        out.resize(base + out_n);
-        break;
-      }
-      out.resize(base);
-      if (r != LIBDEFLATE_INSUFFICIENT_SPACE)
-        fail(ErrorKind::invalid, path.string(), "gzip data", "a corrupt gzip stream", "download the file again");
-      cap *= 2;
-    }
-    pos += in_used;
-  }
-  return out;
-}
-
-IdxImages read_idx_images(const std::filesystem::path& path) {
+IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where) {
   IdxImages img;
-  img.pixels = read_maybe_gzip(path);
-  auto dims = idx_dims(img.pixels, 3, path.string());
+  img.pixels = idx_bytes(raw, 3, where);
+  auto dims = idx_dims(img.pixels, 3, where);
   img.count = dims[0];
   img.rows = dims[1];
   img.cols = dims[2];
-  img.pixels.erase(img.pixels.begin(), img.pixels.begin() + 16);
+  if (img.count > 0 && (img.rows == 0 || img.cols == 0))
+    fail(ErrorKind::invalid, where, "images of at least 1x1 pixels",
+         std::to_string(img.rows) + "x" + std::to_string(img.cols), "the file is damaged; download it again");
+  img.pixels.erase(img.pixels.begin(), img.pixels.begin() + header_size(3));
   return img;
 }
 
-std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path) {
-  auto data = read_maybe_gzip(path);
-  idx_dims(data, 1, path.string());
-  data.erase(data.begin(), data.begin() + 8);
+std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where) {
+  auto data = idx_bytes(raw, 1, where);
+  data.erase(data.begin(), data.begin() + header_size(1));
   return data;
+}
+
+namespace {
+std::span<const std::uint8_t> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+}  // namespace
+
+IdxImages read_idx_images(const std::filesystem::path& path) {
+  return parse_idx_images(as_bytes(read_file(path)), path.string());
+}
+
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path) {
+  return parse_idx_labels(as_bytes(read_file(path)), path.string());
 }
 
 bool looks_like_idx(const std::filesystem::path& path) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,12 @@ struct IdxImages {
   std::vector<std::uint8_t> pixels;  // (count, rows, cols) uint8
 };
 
-// The file's bytes, gunzipped when it starts with the gzip magic (all members).
-std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path);
+// An IDX file's bytes (gunzipped when they start with the gzip magic, all members) checked against
+// its header: magic, dimensions whose product fits 64 bits, and exactly the declared length.
+// Decompression stops at the declared size (a gzip bomb is refused, its memory bounded by what the
+// header declares and what was inflated). Throws Error(invalid) naming `where`.
+IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where);
+std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where);
 
 IdxImages read_idx_images(const std::filesystem::path& path);       // throws Error(invalid)
 std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path);

@@ -166,7 +166,7 @@ struct Joiner {
     bool have_partial = std::filesystem::exists(partial);
     UniqueFd pfd;
     if (have_partial) {
-      int fd = ::open(partial.c_str(), O_RDWR | O_CLOEXEC);
+      int fd = ::open(partial.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
       if (fd < 0) fail_errno("open", partial.string(), errno);
       pfd = UniqueFd(fd);
       next = verify_partial(pfd.get(), std::filesystem::file_size(partial));
@@ -184,7 +184,7 @@ struct Joiner {
       }
     }
     if (!pfd) {
-      int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      int fd = ::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
       if (fd < 0) fail_errno("create", partial.string(), errno);
       pfd = UniqueFd(fd);
     }
@@ -232,7 +232,17 @@ std::filesystem::path join_partial_path(const std::filesystem::path& output) {
 
 JoinResult join_parts(const std::filesystem::path& manifest_path, const JoinOptions& options) {
   SplitManifest m = SplitManifest::load(manifest_path);
-  std::filesystem::path out = options.output.empty() ? m.dir / m.name : options.output;
+  // The manifest's "name" comes from a download: it becomes a path only through confine_path
+  // (a plain name in the manifest's folder, no symlink there), and so does the partial output.
+  const std::string where = manifest_path.string();
+  std::filesystem::path out = options.output.empty() ? confine_path(m.dir, m.name, where) : options.output;
+  const std::filesystem::path partial = join_partial_path(out);
+  if (options.output.empty()) confine_path(m.dir, partial.filename().string(), where);
+  struct stat st {};
+  if (::lstat(partial.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(ErrorKind::invalid, partial.string(), "a regular file (an interrupted join's partial output)",
+         S_ISLNK(st.st_mode) ? "a symbolic link" : "another kind of file",
+         "join writes through no link; remove it, then run the same join again");
   if (std::filesystem::exists(out))
     fail(ErrorKind::usage, out.string(), "no file at the output path", "an existing file",
          "remove it or give another path with -o");

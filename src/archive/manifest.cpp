@@ -1,56 +1,129 @@
 #include "archive/manifest.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/checked.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/hash.h"
 
 namespace frugal {
 
-SplitManifest SplitManifest::load(const std::filesystem::path& manifest_path) {
+namespace {
+
+// A manifest lists parts of up to terabytes in a few hundred bytes each; anything larger than this
+// is not a manifest, and is refused before it is read into memory.
+constexpr std::uint64_t kMaxManifestBytes = 64u << 20;
+
+std::string read_manifest_text(const std::filesystem::path& path) {
+  UniqueFd fd = open_read(path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd.get(), buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", path.string(), errno);
+    }
+    if (r == 0) return out;
+    if (out.size() + static_cast<std::size_t>(r) > kMaxManifestBytes)
+      fail(ErrorKind::invalid, path.string(), "a frugal-split manifest of at most 64 MiB", "a larger file",
+           "give the FILE.manifest.json written by 'frugal split'");
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+}
+
+// A part or the original file: one plain name in the manifest's folder ("x.part0001"), never a
+// path ("../x", "/etc/x", "sub/x", ".") that would reach another folder.
+bool is_plain_file_name(const std::string& name) {
+  return name.find('/') == std::string::npos && normalize_relative(name) == name;
+}
+
+// A value as shown in a message: short, and never dump() of a nested value (dump recurses, and a
+// crafted manifest nests deeply enough to overflow the stack; parsing and destruction do not).
+std::string shown(const nlohmann::json& v) { return v.is_primitive() ? v.dump().substr(0, 100) : v.type_name(); }
+
+std::uint64_t size_field(const nlohmann::json& j, const char* key, const std::string& where) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_unsigned())
+    fail(ErrorKind::invalid, where, std::string("\"") + key + "\" as a whole number of bytes", shown(v),
+         "the manifest is damaged or crafted; write it again with 'frugal split'");
+  return v.get<std::uint64_t>();
+}
+
+std::string string_field(const nlohmann::json& j, const char* key) { return j.at(key).get<std::string>(); }
+
+void parse_fields(const nlohmann::json& j, const std::string& where, SplitManifest& m) {
+  if (!j.is_object())
+    fail(ErrorKind::invalid, where, "a frugal-split manifest (a JSON object)", "another JSON value",
+         "give the FILE.manifest.json written by 'frugal split'");
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "frugal-split")
+    fail(ErrorKind::invalid, where, "\"format\": \"frugal-split\"",
+         format == j.end() ? std::string("no format") : shown(*format),
+         "give a manifest written by 'frugal split'");
+  const auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() || *version != SplitManifest::kVersion)
+    fail(ErrorKind::unsupported, where, "manifest version 1",
+         version == j.end() ? std::string("no version") : "version " + shown(*version),
+         "this frugal reads version 1 manifests; upgrade frugal");
+  m.name = string_field(j, "name");
+  if (!is_plain_file_name(m.name))
+    fail(ErrorKind::invalid, where, "\"name\" as a plain file name (joined beside the manifest)",
+         "'" + m.name.substr(0, 200) + "'", "the manifest may have been tampered with; do not join it");
+  m.size = size_field(j, "size", where);
+  m.sha256 = string_field(j, "sha256");
+  const nlohmann::json& parts = j.at("parts");
+  if (!parts.is_array())
+    fail(ErrorKind::invalid, where, "\"parts\" as a list", parts.type_name(), "write it again with 'frugal split'");
+  std::set<std::string> seen;
+  std::uint64_t sum = 0;
+  for (const auto& p : parts) {
+    if (!p.is_object())
+      fail(ErrorKind::invalid, where, "each part as {file, size, sha256}", p.type_name(),
+           "write it again with 'frugal split'");
+    SplitPart part{string_field(p, "file"), size_field(p, "size", where), string_field(p, "sha256")};
+    if (!is_plain_file_name(part.file))
+      fail(ErrorKind::invalid, where, "part names in the manifest's folder", "'" + part.file.substr(0, 200) + "'",
+           "the manifest may have been tampered with");
+    if (!seen.insert(part.file).second)
+      fail(ErrorKind::invalid, where, "each part listed once", "'" + part.file + "' twice",
+           "the manifest may have been tampered with");
+    sum = checked_add(sum, part.size, where, "the sum of the part sizes");
+    m.parts.push_back(std::move(part));
+  }
+  if (sum != m.size)
+    fail(ErrorKind::invalid, where, "parts adding up to " + std::to_string(m.size) + " bytes",
+         std::to_string(sum) + " bytes", "the manifest is damaged; write it again with 'frugal split'");
+}
+
+}  // namespace
+
+SplitManifest SplitManifest::parse(std::string_view json, const std::filesystem::path& dir, const std::string& where) {
   SplitManifest m;
-  m.dir = manifest_path.parent_path();
-  const std::string where = manifest_path.string();
-  nlohmann::json j;
+  m.dir = dir;
   try {
-    j = nlohmann::json::parse(read_file(manifest_path));
-  } catch (const nlohmann::json::exception& e) {
+    parse_fields(nlohmann::json::parse(json), where, m);
+  } catch (const Error&) {
+    throw;
+  } catch (const nlohmann::json::parse_error& e) {
     fail(ErrorKind::invalid, where, "a frugal-split manifest (JSON)", std::string("invalid JSON: ") + e.what(),
          "the manifest is damaged; write it again with 'frugal split'");
-  }
-  try {
-    if (j.value("format", "") != "frugal-split")
-      fail(ErrorKind::invalid, where, "\"format\": \"frugal-split\"", j.value("format", std::string("no format")),
-           "give a manifest written by 'frugal split'");
-    int version = j.value("version", 0);
-    if (version != kVersion)
-      fail(ErrorKind::unsupported, where, "manifest version 1", "version " + std::to_string(version),
-           "this frugal reads version 1 manifests; upgrade frugal");
-    m.name = j.at("name").get<std::string>();
-    m.size = j.at("size").get<std::uint64_t>();
-    m.sha256 = j.at("sha256").get<std::string>();
-    std::uint64_t sum = 0;
-    for (const auto& p : j.at("parts")) {
-      SplitPart part{p.at("file").get<std::string>(), p.at("size").get<std::uint64_t>(),
-                     p.at("sha256").get<std::string>()};
-      std::filesystem::path f(part.file);
-      if (part.file.empty() || f.is_absolute() || f.has_parent_path() || part.file == ".." || part.file == ".")
-        fail(ErrorKind::invalid, where, "part names in the manifest's folder", "'" + part.file + "'",
-             "the manifest may have been tampered with");
-      sum += part.size;
-      m.parts.push_back(std::move(part));
-    }
-    if (sum != m.size)
-      fail(ErrorKind::invalid, where, "parts adding up to " + std::to_string(m.size) + " bytes",
-           std::to_string(sum) + " bytes", "the manifest is damaged; write it again with 'frugal split'");
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's type and range errors, std::out_of_range, ...
     fail(ErrorKind::invalid, where, "the fields format, version, name, size, sha256, parts",
          std::string("a malformed manifest (") + e.what() + ")", "write it again with 'frugal split'");
   }
   return m;
+}
+
+SplitManifest SplitManifest::load(const std::filesystem::path& manifest_path) {
+  return parse(read_manifest_text(manifest_path), manifest_path.parent_path(), manifest_path.string());
 }
 
 std::string SplitManifest::to_json() const {

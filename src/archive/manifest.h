@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace frugal {
@@ -23,7 +24,12 @@ struct SplitManifest {
   std::vector<SplitPart> parts;
   std::filesystem::path dir;  // folder the manifest was read from (not stored)
 
+  // Manifests come from downloads: every field is checked (names are plain file names in the
+  // manifest's folder, sizes unsigned integers whose sum fits 64 bits, each part listed once), and
+  // any parser exception becomes Error(invalid) naming the file.
   static SplitManifest load(const std::filesystem::path& manifest_path);  // throws Error(invalid)
+  // The same checks on text already read; `dir` becomes the manifest's folder.
+  static SplitManifest parse(std::string_view json, const std::filesystem::path& dir, const std::string& where);
   std::string to_json() const;
   void save(const std::filesystem::path& manifest_path) const;  // crash-safe write
   std::filesystem::path part_path(std::size_t i) const { return dir / parts[i].file; }

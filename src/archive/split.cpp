@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <set>
+#include <map>
 
 #include "archive/manifest.h"
 #include "archive/part_writer.h"
@@ -19,18 +19,39 @@ int digits_for_parts(std::uint64_t parts) {
   return std::max(d, 4);
 }
 
+// "<name>.part<digits>": what split_file writes for `name`, and so the only names it may remove.
+bool is_own_part_name(const std::string& file, const std::string& name) {
+  const std::string prefix = name + ".part";
+  return file.size() > prefix.size() && file.compare(0, prefix.size(), prefix) == 0 &&
+         file.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
 // Forgets an earlier split of the same name first, so that no manifest ever lists parts of two
-// different runs; returns the part names it listed, to remove the ones the new set does not reuse.
-std::set<std::string> retire_old_manifest(const std::filesystem::path& manifest_path) {
-  std::set<std::string> old;
+// different runs. Returns the parts it listed that an earlier split of `name` wrote (named as split
+// names them, with the size the manifest gives), to remove those the new set does not reuse. A stale
+// or crafted manifest may name any file in the folder (the source file itself, the user's files):
+// those are never removed.
+std::map<std::string, std::uint64_t> retire_old_manifest(const std::filesystem::path& manifest_path,
+                                                         const std::string& name) {
+  std::map<std::string, std::uint64_t> old;
   if (!std::filesystem::exists(manifest_path)) return old;
   try {
-    for (const auto& p : SplitManifest::load(manifest_path).parts) old.insert(p.file);
+    for (const auto& p : SplitManifest::load(manifest_path).parts)
+      if (is_own_part_name(p.file, name)) old.emplace(p.file, p.size);
   } catch (const Error&) {
     // An unreadable old manifest names no parts we could safely remove; it is replaced below.
   }
   std::filesystem::remove(manifest_path);
   return old;
+}
+
+void remove_stale_parts(const std::filesystem::path& dir, const std::map<std::string, std::uint64_t>& stale) {
+  for (const auto& [file, size] : stale) {
+    struct stat st {};
+    const auto path = dir / file;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) == size)
+      std::filesystem::remove(path);
+  }
 }
 }  // namespace
 
@@ -46,7 +67,7 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
   if (!dir.empty()) std::filesystem::create_directories(dir);
   const std::string name = file.filename().string();
   const auto manifest_path = (dir.empty() ? std::filesystem::path(".") : dir) / (name + ".manifest.json");
-  auto old_parts = retire_old_manifest(manifest_path);
+  auto old_parts = retire_old_manifest(manifest_path, name);
 
   UniqueFd fd = open_read(file);
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -71,7 +92,7 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
   progress.finish();
 
   for (const auto& p : m.parts) old_parts.erase(p.file);
-  for (const auto& f : old_parts) std::filesystem::remove(m.dir / f);
+  remove_stale_parts(m.dir, old_parts);
 
   SplitResult result{manifest_path, m.name, m.size, m.sha256, {}};
   for (const auto& p : m.parts) result.parts.push_back({p.file, p.size, p.sha256});

@@ -74,7 +74,7 @@ void verify_entries(const Archive& archive, VerifyReport& report, unsigned threa
       std::uint64_t done = 0, checked = 0;
       for (std::size_t i = begin; i < end; ++i) {
         const ZipEntry& e = entries[i];
-        std::string problem = entry_problem(e);
+        std::string problem = entry_problem(archive, i);
         if (!e.encrypted && (e.method == 0 || e.method == 8)) {
           try {
             archive.read_to(i, [&](std::span<const std::uint8_t> piece) { checked += piece.size(); });

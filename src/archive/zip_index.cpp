@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 #include "archive/name_encoding.h"
 #include "archive/zip_format.h"
 #include "frugal/error.h"
+#include "frugal/fs.h"
 #include "frugal/hash.h"
 
 namespace frugal {
@@ -320,8 +322,48 @@ void NameTable::build(std::vector<ZipEntry>& entries) {
       }
       if (slots_[s] >> 32 == tag && entries[slots_[s] & 0xffffffffu].name == name) {
         entries[i].duplicate_name = true;
+        entries[i].duplicate_of = static_cast<std::uint32_t>(slots_[s] & 0xffffffffu);
         break;
       }
+    }
+  }
+  mark_normalised_duplicates(entries);
+}
+
+namespace {
+// True when normalize_relative(name) == name, decided without allocating: most names are.
+bool is_normal_name(std::string_view name) {
+  if (name.empty() || name.find('\0') != std::string_view::npos || name.find('\\') != std::string_view::npos)
+    return false;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('/', start);
+    if (end == std::string_view::npos) end = name.size();
+    const std::string_view part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+}  // namespace
+
+// The exact-name table above finds "d/f" twice; "d/./f", "d//f" and the folder entry "d/" beside a
+// file "d" name the same path on disk too. Only names not already in normal form need a second look.
+void NameTable::mark_normalised_duplicates(std::vector<ZipEntry>& entries) const {
+  std::unordered_map<std::string, std::uint32_t> first;  // normal form -> first entry not written so
+  for (std::uint32_t i = 0; i < entries.size(); ++i) {
+    if (is_normal_name(entries[i].name)) continue;
+    std::string key = normalize_relative(entries[i].name);
+    if (key.empty()) continue;  // unsafe or empty: entry_problem() reports it as such
+    const auto [it, added] = first.emplace(key, i);
+    const std::optional<std::uint32_t> exact = find(entries, key);
+    const std::uint32_t earliest = std::min(it->second, exact.value_or(i));
+    if (earliest < i) {
+      if (!entries[i].duplicate_name) entries[i].duplicate_of = earliest;
+      entries[i].duplicate_name = true;
+    } else if (added && exact && *exact > i && !entries[*exact].duplicate_name) {
+      entries[*exact].duplicate_name = true;
+      entries[*exact].duplicate_of = i;
     }
   }
 }

@@ -37,6 +37,8 @@ class NameTable {
   std::optional<std::uint32_t> find(const std::vector<ZipEntry>& entries, std::string_view name) const;
 
  private:
+  void mark_normalised_duplicates(std::vector<ZipEntry>& entries) const;
+
   // A slot holds (hash tag << 32 | entry index); the tag spares most probes a visit to the entry.
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
   std::vector<std::uint64_t> slots_;

@@ -1,5 +1,6 @@
-// Reading entries: positioned reads of the mapped parts, inflation with libdeflate into a buffer of
-// exactly the declared size (a lying header cannot flood memory or disk), then the CRC-32.
+// Reading entries: positioned reads of the mapped parts, inflation with libdeflate into a buffer
+// that grows with the output and never past the declared size (a lying header can flood neither
+// memory nor disk), then the CRC-32.
 #include <libdeflate.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "archive/zip_index.h"
 #include "frugal/archive.h"
 #include "frugal/error.h"
+#include "frugal/fs.h"
 #include "frugal/hash.h"
 
 namespace frugal {
@@ -66,6 +68,8 @@ class ZipArchive final : public Archive {
  public:
   static constexpr std::size_t kChunk = std::size_t{4} << 20;
   static constexpr std::size_t kInflateSlack = 320;
+  static constexpr std::uint64_t kInitialRatio = 8;
+  static constexpr std::uint64_t kMinBuffer = 64 << 10;
 
   ZipArchive(std::unique_ptr<ByteSource> src, std::string display, const ArchiveOptions& options)
       : src_(std::move(src)), display_(std::move(display)), idx_(build_zip_index(*src_, display_, options)) {}
@@ -91,8 +95,8 @@ class ZipArchive final : public Archive {
       bad(e, ErrorKind::invalid, "equal sizes for a stored entry",
           std::to_string(e.compressed_size) + " stored for " + std::to_string(e.size), "the archive is damaged");
     std::uint64_t bound = 0;
-    if (e.method == 8 &&
-        (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) || e.size > bound + 64))
+    if (e.method == 8 && (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) ||
+                          __builtin_add_overflow(bound, 64, &bound) || e.size > bound))
       bad(e, ErrorKind::invalid, "a size deflate can reach from " + std::to_string(e.compressed_size) + " bytes",
           std::to_string(e.size) + " bytes declared", "the header lies; the archive is damaged or crafted");
     if (e.method == 0) {
@@ -103,13 +107,9 @@ class ZipArchive final : public Archive {
         src_->read_at(data, out.data(), out.size());
       }
     } else {
-      // Slack past the declared size: libdeflate's fast loop stops ~300 bytes short of the
-      // buffer's end, so without it the last tenth of a 3 KB entry decodes in its slow loop (4%
-      // of a read, measured). Output is still capped, at the declared size plus the slack.
-      out.resize(static_cast<std::size_t>(e.size) + kInflateSlack);
       inflate(e, data, in, out);
-      out.resize(static_cast<std::size_t>(e.size));
     }
+    src_->check_intact();  // before the CRC: a part that shrank is named as such, not as corrupt
     const std::uint32_t crc = crc32(0, out.data(), out.size());
     if (crc != e.crc32)
       bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
@@ -151,6 +151,7 @@ class ZipArchive final : public Archive {
 
   [[noreturn]] void bad(const ZipEntry& e, ErrorKind kind, const std::string& expected, const std::string& found,
                         const std::string& hint) const {
+    src_->check_intact();  // bytes that vanished under the mapping explain any mismatch
     fail(kind, display_ + ":" + e.name, expected, found, hint);
   }
 
@@ -201,7 +202,17 @@ class ZipArchive final : public Archive {
   }
 
   // `in`: the compressed bytes when data_offset() found them mapped, else null (copied here).
-  // `out` holds the declared size plus kInflateSlack bytes.
+  //
+  // Memory follows what inflation produces, not what the header declares (a header may claim
+  // ~1000x its data and still pass the ratio check in read()): the first buffer holds
+  // kInitialRatio x the compressed size (images barely deflate; this fits nearly every entry), and
+  // only an entry whose data really inflates further gets a 4x larger buffer, inflated again from
+  // the start (libdeflate has no streaming API): at most a third more inflation work for honest
+  // high-ratio entries, and a lying header costs kInitialRatio x what was read. A larger buffer
+  // rather than uninitialised memory: std::vector zero-fills, and `out` is the public type.
+  // Slack past the declared size: libdeflate's fast loop stops ~300 bytes short of the buffer's
+  // end, so without it the last tenth of a 3 KB entry decodes in its slow loop (4% of a read,
+  // measured). Output is still capped, at the declared size plus the slack.
   void inflate(const ZipEntry& e, std::uint64_t data, const std::uint8_t* in, std::vector<std::uint8_t>& out) const {
     thread_local std::vector<std::uint8_t> copy;
     if (!in) {
@@ -209,9 +220,19 @@ class ZipArchive final : public Archive {
       src_->read_at(data, copy.data(), copy.size());
       in = copy.data();
     }
+    const std::uint64_t want = e.size + kInflateSlack;  // e.size <= 1032 x compressed_size (read())
+    std::uint64_t cap = std::min(want, e.compressed_size * kInitialRatio + kMinBuffer);
     std::size_t got = 0;
-    const auto rc = libdeflate_deflate_decompress(thread_decompressor(), in, static_cast<std::size_t>(e.compressed_size),
-                                                  out.data(), out.size(), &got);
+    libdeflate_result rc;
+    out.resize(static_cast<std::size_t>(cap));  // a reused buffer zero-fills only what it grows by
+    for (;;) {
+      rc = libdeflate_deflate_decompress(thread_decompressor(), in, static_cast<std::size_t>(e.compressed_size),
+                                         out.data(), out.size(), &got);
+      if (rc != LIBDEFLATE_INSUFFICIENT_SPACE || cap == want) break;
+      cap = std::min(want, cap * 4);
+      out.clear();  // the partial output is not kept: no copy when the buffer is reallocated
+      out.resize(static_cast<std::size_t>(cap));
+    }
     if (rc == LIBDEFLATE_INSUFFICIENT_SPACE || (rc == LIBDEFLATE_SUCCESS && got > e.size))
       bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", "more when inflated",
           "the header lies; inflation was stopped at the declared size");
@@ -220,6 +241,7 @@ class ZipArchive final : public Archive {
     if (got != e.size)
       bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", std::to_string(got) + " bytes",
           "the archive is damaged; copy it again");
+    out.resize(got);
   }
 
   std::unique_ptr<ByteSource> src_;
@@ -233,11 +255,34 @@ std::string entry_problem(const ZipEntry& e) {
   if (auto p = name_problem(e.raw_name); !p.empty()) return p;
   if (e.name != e.raw_name)
     if (auto p = name_problem(e.name); !p.empty()) return p + " (as decoded)";
+  if (!e.is_dir && normalize_relative(e.name).empty()) return "a name that names no file ('.')";
   if (e.is_symlink) return "symlink entry (frugal never creates links)";
   if (e.duplicate_name) return "duplicate name";
   if (e.encrypted) return "encrypted entry";
   if (e.method != 0 && e.method != 8) return "unsupported compression method " + method_name(e.method);
   return "";
+}
+
+std::string entry_problem(const Archive& archive, std::size_t i) {
+  const auto& entries = archive.entries();
+  std::string p = entry_problem(entries.at(i));
+  if (entries[i].duplicate_name && p == "duplicate name")
+    p += " (the same path as '" + entries.at(entries[i].duplicate_of).name + "')";
+  return p;
+}
+
+void refuse_duplicate_names(const Archive& archive) {
+  std::string list;
+  std::size_t n = 0;
+  for (const ZipEntry& e : archive.entries()) {
+    if (!e.duplicate_name) continue;
+    if (++n <= 5) list += (list.empty() ? "'" : ", '") + e.name + "' and '" + archive.entries()[e.duplicate_of].name + "'";
+  }
+  if (n == 0) return;
+  if (n > 5) list += ", and " + std::to_string(n - 5) + " more";
+  fail(ErrorKind::invalid, archive.display_name(), "one entry per path",
+       std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") + " naming the same path as another: " + list,
+       "it is unclear which one is meant; repack the archive without the duplicates ('frugal ls' marks them)");
 }
 
 std::unique_ptr<Archive> Archive::open(std::unique_ptr<ByteSource> source, std::string display_name,

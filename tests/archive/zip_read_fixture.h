@@ -25,7 +25,7 @@ struct TestEntry {
   std::uint16_t method_override = 0xffff;  // else 0 or 8 from `deflate`
   std::uint32_t external_attr = 0100644u << 16;
   std::optional<std::uint32_t> crc;        // lie about the CRC
-  std::optional<std::uint32_t> size;       // lie about the uncompressed size
+  std::optional<std::uint64_t> size;       // lie about the uncompressed size (above 4 GiB: zip64 only)
   std::optional<std::uint32_t> offset;     // lie about the local header offset
   std::string local_extra;                 // extra field bytes in the local header only
   bool zip64 = false;                      // sizes and offset in a Zip64 extra field

@@ -151,5 +151,60 @@ check "verify set with a missing part" 3 frugal verify --json "$T/set/good.zip.m
 expect "verify names the missing part" '{"name": "good.zip.part0002", "problem": "missing"} in d["bad"]'
 check "ls set with a missing part" 3 frugal ls "$T/set/good.zip.manifest.json"
 
+# Issue 14: hostile manifests, normalised duplicate names, block-counted budgets, IDX bombs.
+rm -rf "$T/x"
+mkdir -p "$T/j" && printf 'abc' > "$T/j/orig" && frugal split "$T/j/orig" --size 2 >/dev/null 2>&1
+"$PY" - "$T/j/orig.manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["name"] = "../evil"; json.dump(m, open(sys.argv[1], "w"))
+PY
+check "join a manifest naming ../evil" 3 frugal join "$T/j/orig.manifest.json"
+grep_err "join names the bad name" "../evil"
+[ ! -e "$T/evil" ] && [ ! -e "$T/evil.frugal-join" ] && echo "ok   join wrote nothing outside" || { echo "FAIL join wrote outside"; fails=$((fails+1)); }
+"$PY" - "$T/j/orig.manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["name"] = "orig"; m["size"] = 1; m["parts"][0]["size"] = -1
+json.dump(m, open(sys.argv[1], "w"))
+PY
+check "verify a manifest with a negative size" 3 frugal verify "$T/j/orig.manifest.json"
+check "join a manifest with a negative size" 3 frugal join "$T/j/orig.manifest.json"
+
+"$PY" - "$T" <<'PY'
+import os, sys, zipfile, warnings
+warnings.simplefilter("ignore")
+with zipfile.ZipFile(os.path.join(sys.argv[1], "dotdup.zip"), "w") as f:
+    for n, data in (("d/f", b"one"), ("d/./f", b"two"), ("d//f", b"three")):
+        f.writestr(zipfile.ZipInfo(n), data)
+with zipfile.ZipFile(os.path.join(sys.argv[1], "small.zip"), "w") as f:
+    for i in range(2000):
+        f.writestr("s/%d" % i, b"x")
+PY
+check "ls names normalising to one path" 0 frugal ls --json "$T/dotdup.zip"
+expect "ls marks both later names as duplicates of d/f" '[e.get("problem", "") for e in d["entries"]] == ["", "duplicate name (the same path as '"'"'d/f'"'"')", "duplicate name (the same path as '"'"'d/f'"'"')"]'
+check "verify names normalising to one path" 3 frugal verify --json "$T/dotdup.zip"
+expect "verify lists both" 'len(d["bad"]) == 2'
+check "extract names normalising to one path" 3 frugal extract "$T/dotdup.zip" -C "$T/x"
+grep_err "extract names both entries" "'d/./f' (duplicate name (the same path as 'd/f'))"
+nothing_written "extract normalised duplicates"
+check "extract 2000 one-byte files under --disk-budget 1M" 4 frugal extract "$T/small.zip" -C "$T/x" --disk-budget 1M
+grep_err "budget counts blocks" "on disk"
+nothing_written "extract over a block-counted budget"
+
+"$PY" - "$T" <<'PY'
+import gzip, os, struct, sys
+t = sys.argv[1]
+os.makedirs(os.path.join(t, "bomb")); os.makedirs(os.path.join(t, "wrap"))
+head = gzip.compress(struct.pack(">IIII", 0x803, 1, 28, 28) + b"\7" * 784)
+zeros = gzip.compress(b"\0" * (1 << 20))
+open(os.path.join(t, "bomb", "x-images-idx3-ubyte.gz"), "wb").write(head + zeros * 512)
+open(os.path.join(t, "bomb", "x-labels-idx1-ubyte"), "wb").write(struct.pack(">II", 0x801, 1) + b"\0")
+open(os.path.join(t, "wrap", "x-images-idx3-ubyte"), "wb").write(struct.pack(">IIII", 0x803, 1 << 22, 1 << 22, 1 << 20))
+open(os.path.join(t, "wrap", "x-labels-idx1-ubyte"), "wb").write(struct.pack(">II", 0x801, 0))
+PY
+check "pack an IDX gzip bomb" 3 frugal pack "$T/bomb" -o "$T/bomb-out.zip"
+grep_err "bomb message" "more data when decompressed"
+check "pack IDX dimensions whose product wraps" 3 frugal pack "$T/wrap" -o "$T/wrap-out.zip"
+grep_err "wrap message" "overflow"
+
 echo "$fails failure(s)"
 [ "$fails" = 0 ]

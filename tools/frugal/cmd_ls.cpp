@@ -26,14 +26,15 @@ int cmd_ls(int argc, char** argv) {
   const auto& entries = archive->entries();
   if (json) {
     nlohmann::json list = nlohmann::json::array();
-    for (const ZipEntry& e : entries) {
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const ZipEntry& e = entries[i];
       nlohmann::json j = {{"name", e.name},
                           {"size", e.size},
                           {"compressed_size", e.compressed_size},
                           {"method", method_name(e.method)},
                           {"crc32", hex32(e.crc32)}};
       if (!e.name_is_utf8) j["raw_name_hex"] = to_hex(e.raw_name.data(), e.raw_name.size());
-      if (auto p = entry_problem(e); !p.empty()) j["problem"] = p;
+      if (auto p = entry_problem(*archive, i); !p.empty()) j["problem"] = p;
       list.push_back(std::move(j));
     }
     print_json({{"entries", std::move(list)}});
@@ -42,8 +43,9 @@ int cmd_ls(int argc, char** argv) {
   std::FILE* out = stdout_is_tty() ? stdout : stderr;
   std::fprintf(out, "%14s %14s  %-8s %-8s  %s\n", "size", "compressed", "method", "crc32", "name");
   std::uint64_t total = 0, bad = 0;
-  for (const ZipEntry& e : entries) {
-    const std::string problem = entry_problem(e);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const ZipEntry& e = entries[i];
+    const std::string problem = entry_problem(*archive, i);
     std::fprintf(out, "%14llu %14llu  %-8s %-8s  %s%s\n", static_cast<unsigned long long>(e.size),
                  static_cast<unsigned long long>(e.compressed_size), method_name(e.method).c_str(),
                  hex32(e.crc32).c_str(), e.name.c_str(), problem.empty() ? "" : ("   [" + problem + "]").c_str());

@@ -1,0 +1,342 @@
+// Issue 14, the archive side: hostile manifests, archives and IDX files, each refused as bad input
+// (Error invalid/budget) with nothing written outside the target folder, no signal, and memory
+// bounded by what was read. Every test here failed against the code before its fix.
+#include <gtest/gtest.h>
+#include <libdeflate.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "archive/idx.h"
+#include "archive/manifest.h"
+#include "archive/part_set.h"
+#include "frugal/archive.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/split.h"
+#include "zip_read_fixture.h"
+
+namespace frugal {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::build_zip;
+using testing::TestEntry;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("hardening_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& s) { testing::write(p, s); }
+
+template <class F>
+std::string expect_error(F f, ErrorKind kind) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(kind)) << e.what();
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "a non-frugal exception escaped: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+// Runs f in a child process. Returns the wait status; *grew_kb gets the growth of the child's peak
+// resident memory while f ran. f's frugal::Error ends the child with exit 3, anything else with 1.
+int in_child(const std::function<void()>& f, long* grew_kb = nullptr) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    rusage before{};
+    ::getrusage(RUSAGE_SELF, &before);
+    int code = 0;
+    try {
+      f();
+    } catch (const Error&) {
+      code = 3;
+    } catch (...) {
+      code = 1;
+    }
+    rusage after{};
+    ::getrusage(RUSAGE_SELF, &after);
+    const long grew = after.ru_maxrss - before.ru_maxrss;
+    (void)!::write(fds[1], &grew, sizeof grew);
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  long grew = -1;
+  (void)!::read(fds[0], &grew, sizeof grew);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (grew_kb) *grew_kb = grew;
+  return status;
+}
+
+// ---- 1. join confines the manifest's "name" ----
+
+struct Set {
+  fs::path dir, parts, manifest;
+};
+
+Set split_set(const std::string& name) {
+  Set s;
+  s.dir = fresh_dir(name);
+  s.parts = s.dir / "parts";
+  fs::create_directories(s.parts);
+  write(s.dir / "orig.bin", std::string(2500, 'x'));
+  SplitOptions o;
+  o.part_size = 1000;
+  o.out_dir = s.parts;
+  o.sync = false;
+  s.manifest = split_file(s.dir / "orig.bin", o).manifest;
+  return s;
+}
+
+void set_name(const fs::path& manifest, const std::string& name) {
+  auto j = nlohmann::json::parse(read_file(manifest));
+  j["name"] = name;
+  write(manifest, j.dump());
+}
+
+TEST(Hardening, JoinRefusesAManifestNameOutsideItsFolder) {
+  Set s = split_set("join_escape");
+  set_name(s.manifest, "../escaped");
+  std::string what = expect_error([&] { join_parts(s.manifest, {}); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("escaped"), std::string::npos) << what;
+  EXPECT_FALSE(fs::exists(s.dir / "escaped"));
+  EXPECT_FALSE(fs::exists(s.dir / "escaped.frugal-join"));
+
+  set_name(s.manifest, (s.dir / "absolute").string());
+  expect_error([&] { join_parts(s.manifest, {}); }, ErrorKind::invalid);
+  EXPECT_FALSE(fs::exists(s.dir / "absolute"));
+  EXPECT_FALSE(fs::exists(s.dir / "absolute.frugal-join"));
+}
+
+TEST(Hardening, JoinFollowsNoSymlinkOutOfTheManifestsFolder) {
+  Set s = split_set("join_symlink");
+  fs::create_directories(s.dir / "elsewhere");
+  fs::create_directory_symlink(s.dir / "elsewhere", s.parts / "link");
+  set_name(s.manifest, "link/out.bin");
+  expect_error([&] { join_parts(s.manifest, {}); }, ErrorKind::invalid);
+  EXPECT_TRUE(fs::is_empty(s.dir / "elsewhere"));
+
+  // A planted partial output that links elsewhere is not written through either.
+  set_name(s.manifest, "out.bin");
+  write(s.dir / "victim", "keep me");
+  fs::create_symlink(s.dir / "victim", s.parts / "out.bin.frugal-join");
+  expect_error([&] { join_parts(s.manifest, {}); }, ErrorKind::invalid);
+  EXPECT_EQ(read_file(s.dir / "victim"), "keep me");
+  EXPECT_FALSE(fs::exists(s.parts / "out.bin"));
+}
+
+// ---- 9 (manifest). Sizes are unsigned integers whose sum does not wrap ----
+
+TEST(Hardening, ManifestWithWrappingOrNegativeSizesIsRefused) {
+  Set s = split_set("manifest_sizes");
+  auto j = nlohmann::json::parse(read_file(s.manifest));
+  j["size"] = 1;
+  j["parts"][0]["size"] = -1;  // read as 2^64-1 before the fix: with 2 below, the sum wraps to 1
+  j["parts"][1]["size"] = 2;
+  j["parts"].erase(2);
+  write(s.manifest, j.dump());
+  expect_error([&] { SplitManifest::load(s.manifest); }, ErrorKind::invalid);
+
+  j["parts"][0]["size"] = std::numeric_limits<std::uint64_t>::max();
+  write(s.manifest, j.dump());
+  expect_error([&] { SplitManifest::load(s.manifest); }, ErrorKind::invalid);
+}
+
+TEST(Hardening, APartNumberTooLongForAnIntegerIsBadInputNotAnInternalError) {
+  auto dir = fresh_dir("part_number");
+  const fs::path p = dir / ("x.part" + std::string(30, '9'));
+  write(p, "x");
+  expect_error([&] { find_part_set(p); }, ErrorKind::invalid);
+}
+
+// ---- 2. extract: wrapping sums and block-rounded disk budgets ----
+
+TEST(Hardening, ExtractSizesThatWrapAroundAreRefusedBeforeWriting) {
+  auto dir = fresh_dir("extract_wrap");
+  const std::string zeros(50000, '\0');
+  TestEntry big{"big.bin", zeros, true};
+  TestEntry liar{"liar.bin", std::string(100, 'z'), true};
+  liar.zip64 = true;
+  liar.size = std::numeric_limits<std::uint64_t>::max() - 50000 + 11;  // 50000 + this wraps to 10
+  auto ar = Archive::open(memory_byte_source(build_zip({big, liar}), "wrap.zip"), "wrap.zip");
+  ExtractOptions o;
+  o.dir = dir / "out";
+  o.max_bytes = 1024;
+  expect_error([&] { extract(*ar, o); }, ErrorKind::invalid);
+  EXPECT_FALSE(fs::exists(dir / "out" / "big.bin"));
+}
+
+TEST(Hardening, ExtractDiskBudgetCountsBlocksNotDeclaredBytes) {
+  auto dir = fresh_dir("extract_blocks");
+  std::vector<TestEntry> files;
+  for (int i = 0; i < 300; ++i) files.push_back({"f/" + std::to_string(i), "x"});
+  auto ar = Archive::open(memory_byte_source(build_zip(files), "small.zip"), "small.zip");
+  ExtractOptions o;
+  o.dir = dir / "out";
+  o.disk_budget = 100 * 1024;  // 300 bytes declared, but 300 files take >= 300 blocks
+  std::string what = expect_error([&] { extract(*ar, o); }, ErrorKind::budget);
+  EXPECT_NE(what.find("disk-budget"), std::string::npos) << what;
+  EXPECT_FALSE(fs::exists(dir / "out" / "f"));
+}
+
+// ---- 5. names that normalise to one path are duplicates ----
+
+TEST(Hardening, NamesThatNormaliseToOnePathAreDuplicates) {
+  auto dir = fresh_dir("dup_names");
+  auto ar = Archive::open(memory_byte_source(build_zip({{"d/f", "one"}, {"d/./f", "two"}, {"d//f", "three"}}), "dup.zip"),
+                          "dup.zip");
+  EXPECT_EQ(entry_problem(ar->entries()[0]), "");
+  EXPECT_NE(entry_problem(ar->entries()[1]).find("duplicate"), std::string::npos);
+  EXPECT_NE(entry_problem(ar->entries()[2]).find("duplicate"), std::string::npos);
+  ExtractOptions o;
+  o.dir = dir / "out";
+  std::string what = expect_error([&] { extract(*ar, o); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("'d/./f'"), std::string::npos) << what;
+  EXPECT_NE(what.find("'d/f'"), std::string::npos) << what;  // the name it collides with
+  EXPECT_FALSE(fs::exists(dir / "out" / "d" / "f"));
+}
+
+// ---- 6. split removes only parts it wrote ----
+
+TEST(Hardening, SplitDeletesNothingAStaleManifestNamesButItsOwnParts) {
+  auto dir = fresh_dir("split_stale");
+  write(dir / "data.bin", std::string(3000, 'd'));
+  write(dir / "keep.txt", "the user's file");
+  write(dir / "data.bin.part0007", "a part of an older split");  // 24 bytes, named as split names parts
+  SplitManifest old;
+  old.name = "data.bin";
+  old.size = 3000 + 15 + 24;
+  old.sha256 = std::string(64, '0');
+  old.parts = {{"data.bin", 3000, std::string(64, '0')},
+               {"keep.txt", 15, std::string(64, '0')},
+               {"data.bin.part0007", 24, std::string(64, '0')}};
+  old.save(dir / "data.bin.manifest.json");
+  SplitOptions o;
+  o.part_size = 1000;
+  o.sync = false;
+  split_file(dir / "data.bin", o);
+  EXPECT_EQ(read_file(dir / "data.bin"), std::string(3000, 'd'));
+  EXPECT_EQ(read_file(dir / "keep.txt"), "the user's file");
+  EXPECT_FALSE(fs::exists(dir / "data.bin.part0007"));  // an older split's own part: removed
+  EXPECT_TRUE(fs::exists(dir / "data.bin.part0002"));
+}
+
+// ---- 3. IDX: wrapping dimensions, gzip bombs ----
+
+std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
+
+std::string gzip(const std::string& data) {
+  libdeflate_compressor* c = libdeflate_alloc_compressor(9);
+  std::string out(libdeflate_gzip_compress_bound(c, data.size()), '\0');
+  out.resize(libdeflate_gzip_compress(c, data.data(), data.size(), out.data(), out.size()));
+  libdeflate_free_compressor(c);
+  return out;
+}
+
+TEST(Hardening, IdxDimensionsWhoseProductWrapsAreRefused) {
+  auto dir = fresh_dir("idx_wrap");
+  // 2^22 * 2^22 * 2^20 = 2^64, which wraps to 0: a header-only file "matched" its declared size.
+  write(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1u << 22) + be32(1u << 22) + be32(1u << 20));
+  expect_error([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, ErrorKind::invalid);
+}
+
+TEST(Hardening, IdxGzipBombStopsAtTheDeclaredSize) {
+  auto dir = fresh_dir("idx_bomb");
+  // A valid one-image header and its pixels, then 256 members of 1 MiB of zeros each (~1 KiB
+  // compressed): 256 MiB more than the header declares.
+  std::string file = gzip(be32(0x803) + be32(1) + be32(28) + be32(28) + std::string(784, '\7'));
+  const std::string bomb = gzip(std::string(1 << 20, '\0'));
+  for (int i = 0; i < 256; ++i) file += bomb;
+  write(dir / "x-images-idx3-ubyte.gz", file);
+  long grew_kb = 0;
+  const int status = in_child([&] { read_idx_images(dir / "x-images-idx3-ubyte.gz"); }, &grew_kb);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(grew_kb, 32 * 1024) << "peak memory grew by " << grew_kb << " KiB";
+  std::cerr << "gzip bomb: peak memory grew by " << grew_kb << " KiB\n";
+}
+
+// ---- 7. inflation allocates by what was read, not by what a header declares ----
+
+TEST(Hardening, ALyingDeclaredSizeDoesNotAllocateIt) {
+  std::mt19937 rng(1);
+  std::string noise(256 * 1024, '\0');
+  for (auto& c : noise) c = static_cast<char>(rng());
+  TestEntry e{"noise.bin", noise, true};
+  e.size = 1000u * noise.size();  // ~1000x its compressed size, below deflate's 1032:1 bound
+  const std::string zip = build_zip({e});
+  long grew_kb = 0;
+  const int status = in_child(
+      [&] {
+        auto ar = Archive::open(memory_byte_source(zip, "lie.zip"), "lie.zip");
+        ar->read(0);
+      },
+      &grew_kb);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(grew_kb, 16 * 1024) << "peak memory grew by " << grew_kb << " KiB for a 256 KiB entry declaring 250 MiB";
+  std::cerr << "read: peak memory grew by " << grew_kb << " KiB\n";
+
+  // verify on every thread inherits the bound.
+  auto dir = fresh_dir("lie_verify");
+  std::vector<TestEntry> many;
+  for (int i = 0; i < 8; ++i) {
+    many.push_back(e);
+    many.back().name = "noise" + std::to_string(i);
+  }
+  write(dir / "lie.zip", build_zip(many));
+  VerifyReport report;
+  const int vstatus = in_child([&] { report = verify_archive(dir / "lie.zip", {}, 8); }, &grew_kb);
+  ASSERT_TRUE(WIFEXITED(vstatus)) << vstatus;
+  EXPECT_EQ(WEXITSTATUS(vstatus), 0);
+  EXPECT_LT(grew_kb, 64 * 1024) << "verify's peak memory grew by " << grew_kb << " KiB";
+  std::cerr << "verify, 8 threads: peak memory grew by " << grew_kb << " KiB\n";
+}
+
+// ---- 8. a part truncated while mapped ----
+
+TEST(Hardening, APartTruncatedWhileMappedIsAnErrorNotSIGBUS) {
+  auto dir = fresh_dir("truncated_mapped");
+  std::string data(1 << 20, '\0');
+  std::mt19937 rng(2);
+  for (auto& c : data) c = static_cast<char>(rng());
+  write(dir / "a.zip", build_zip({{"big.bin", data}, {"small.bin", "s"}}));
+  std::string what;
+  const int status = in_child([&] {
+    auto ar = Archive::open(dir / "a.zip");
+    fs::resize_file(dir / "a.zip", 4096);  // the mapping now reaches past the end of the file
+    try {
+      ar->read(0);
+    } catch (const Error& e) {
+      // The message must say what happened, not only that the CRC-32 differs.
+      if (std::string(e.what()).find("shrank") == std::string::npos) ::_exit(4);
+      throw;
+    }
+  });
+  EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+}
+
+}  // namespace
+}  // namespace frugal
