@@ -144,10 +144,24 @@ class CheckpointManager {
 
   // Writes the next checkpoint (full, or delta when enabled and a base exists), updates
   // best.safetensors when the metric improved (or always when there is no metric), then deletes
-  // what retention no longer needs. With a DiskBudget: make_room() first; without room, only
-  // best.safetensors (weights_only), else nothing (skipped_no_room). A disk-full error while
-  // writing leaves every earlier file intact and returns disk_full. Other errors throw.
+  // what retention no longer needs. With a DiskBudget every file asks make_room() first; without
+  // room for the checkpoint, only best.safetensors (weights_only: not resumable from here), else
+  // nothing (skipped_no_room); without room for best.safetensors it is not updated (noted). A
+  // disk-full error while writing leaves every earlier file intact and returns disk_full. Other
+  // errors throw.
   SaveResult save(const Checkpoint& ckpt);
+
+  // Before training: throws Error(budget) (exit 4) when the disk budget cannot keep this run
+  // resumable, i.e. hold two full checkpoints (the last good one stays until the next is
+  // committed) plus best.safetensors plus `log_bytes`, counting this run's own checkpoint files as
+  // room. Says what budget would fit. No-op without a DiskBudget.
+  void require_room_for_run(std::uint64_t weight_bytes, std::uint64_t state_bytes, std::uint64_t log_bytes);
+
+  // Step of the newest checkpoint written or loaded and verified, which a rerun resumes from;
+  // none when there is none (a rerun would start over). Thread-safe.
+  std::optional<std::int64_t> resumable_step() const;
+  // The same in words, for messages.
+  std::string resumable_from() const;
 
   // Checkpoints retention would delete now (DiskBudget's evictable callback). Thread-safe.
   std::vector<std::filesystem::path> evictable() const;
@@ -160,7 +174,8 @@ class CheckpointManager {
   SaveResult write_checkpoint(const Checkpoint& ckpt);
   bool update_best(const Checkpoint& ckpt);
   std::vector<std::filesystem::path> apply_retention();
-  std::uint64_t estimate_bytes(const Checkpoint& ckpt) const;
+  std::uint64_t estimate_bytes(const Checkpoint& ckpt) const;  // allocated, full checkpoint
+  std::uint64_t best_bytes(const Checkpoint& ckpt) const;      // allocated, best.safetensors
 
   std::filesystem::path run_;
   CheckpointOptions options_;
@@ -170,6 +185,7 @@ class CheckpointManager {
   std::filesystem::path base_path_;
   std::string base_checksum_;
   std::filesystem::path known_good_;  // newest checkpoint written or loaded and verified: never evicted
+  std::optional<std::int64_t> known_good_step_;
   int saves_since_full_ = 0;
   std::optional<double> best_metric_;
   bool best_loaded_ = false;

@@ -30,12 +30,8 @@ const std::string& need(const Metadata& md, const std::string& key, const std::s
 nlohmann::json json_or(const Metadata& md, const std::string& key, const std::string& where) {
   auto it = md.find(key);
   if (it == md.end() || it->second.empty()) return nlohmann::json::object();
-  try {
-    return nlohmann::json::parse(it->second);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::invalid, where, "JSON in metadata \"" + key + "\"", it->second.substr(0, 60),
-         "the file is corrupt; use an earlier checkpoint");
-  }
+  // Bounded nesting: these values are copied and dumped again (recursively) when the run saves.
+  return parse_json_bounded(it->second, where + ": metadata \"" + key + "\"");
 }
 
 std::int64_t integer(const Metadata& md, const std::string& key, const std::string& where) {
@@ -170,7 +166,9 @@ void save_checkpoint(const fs::path& path, const Checkpoint& ckpt, Env& env) {
   save_safetensors(path, tensors, md, env);
 }
 
-Checkpoint load_checkpoint(const fs::path& path) {
+namespace {
+
+Checkpoint load_file(const fs::path& path, bool allow_delta) {
   std::string bytes = read_file(path);
   auto header = parse_safetensors_header(bytes.data(), bytes.size(), path.string());
   auto it = header.metadata.find("checksum");
@@ -185,9 +183,34 @@ Checkpoint load_checkpoint(const fs::path& path) {
   bytes.clear();
   bytes.shrink_to_fit();
   auto kind = file.metadata.find("kind");
-  if (kind != file.metadata.end() && kind->second == "delta") return load_delta(path, std::move(file));
+  if (kind != file.metadata.end() && kind->second == "delta") {
+    if (!allow_delta)
+      fail(ErrorKind::invalid, path.string(), "a full checkpoint (the base of a delta)", "a delta checkpoint",
+           "a delta's base is always full; the files are damaged or crafted");
+    return load_delta(path, std::move(file));
+  }
   return checkpoint_from_file(std::move(file));
 }
+
+// The parsers' own exceptions (nlohmann's type errors on odd metadata, std::stod, c10's) are bad
+// input: Error(invalid) naming the file, never "internal error".
+Checkpoint load_at_boundary(const fs::path& path, bool allow_delta) {
+  try {
+    return load_file(path, allow_delta);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::filesystem::filesystem_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(ErrorKind::invalid, path.string(), "a frugal checkpoint", e.what(), "the file is corrupt or crafted; use an earlier checkpoint");
+  }
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const fs::path& path) { return load_at_boundary(path, /*allow_delta=*/true); }
+
+Checkpoint load_full_checkpoint(const fs::path& path) { return load_at_boundary(path, /*allow_delta=*/false); }
 
 fs::path resolve_ckpt(const fs::path& ckpt) {
   std::error_code ec;

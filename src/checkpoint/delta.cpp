@@ -18,6 +18,8 @@ namespace {
 
 constexpr int kZstdLevel = 3;  // fast enough to hide in a background save
 constexpr const char* kStoredPrefix = "delta:";
+// zstd's largest decompressed/compressed ratio: a 128 KiB block stored as a 4-byte RLE block.
+constexpr std::uint64_t kMaxZstdRatio = 32768;
 
 std::string shuffle(const unsigned char* p, std::size_t n, std::size_t k) {
   std::string out(n, '\0');
@@ -109,55 +111,66 @@ Checkpoint load_delta(const fs::path& path, SafetensorsFile file) {
   if (!md.count("base") || !md.count("delta_index"))
     fail(ErrorKind::invalid, where, "metadata \"base\" and \"delta_index\" in a delta checkpoint", "none",
          "the file is corrupt");
-  fs::path base_path = path.parent_path() / md["base"];
+  // The base is a file name in the same folder (never a path out of it, never the delta itself)
+  // and must be a full checkpoint: chains are one link long, so no base can lead back here.
+  const fs::path base_path = delta_base_path(path, md["base"]);
+  const auto index = parse_delta_index(md["delta_index"], where);
   std::error_code ec;
   if (!fs::exists(base_path, ec))
     fail(ErrorKind::invalid, where, "its base checkpoint " + base_path.string(), "no such file",
          "the base was deleted; use another checkpoint");
-  auto base_sum = read_safetensors_header(base_path).metadata["checksum"];
-  if (base_sum != md["base_checksum"])
-    fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"], base_sum,
-         "the base was replaced; use another checkpoint");
-  Checkpoint base = load_checkpoint(base_path);
+  auto base_md = read_safetensors_header(base_path).metadata;
+  if (base_md["kind"] != "full")
+    fail(ErrorKind::invalid, where, "a full checkpoint as base " + base_path.string(),
+         "kind \"" + base_md["kind"].substr(0, 40) + "\"", "the delta file is damaged or crafted; use another checkpoint");
+  if (base_md["checksum"] != md["base_checksum"])
+    fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"],
+         base_md["checksum"], "the base was replaced; use another checkpoint");
+  Checkpoint base = load_full_checkpoint(base_path);
   std::unordered_map<std::string, torch::Tensor> old;
-  for (auto& [n, t] : disk_tensors(base)) old[n] = t;
+  for (auto& [n, t] : disk_tensors(base)) old[n] = t.contiguous();
   std::unordered_map<std::string, const torch::Tensor*> stored;
   for (auto& [n, t] : file.tensors) stored[n] = &t;
 
   SafetensorsFile restored;
   restored.source = where;
-  nlohmann::json index;
-  try {
-    index = nlohmann::json::parse(md["delta_index"]);
-  } catch (const nlohmann::json::exception&) {
-    fail(ErrorKind::invalid, where, "JSON in metadata \"delta_index\"", "unparsable text", "the file is corrupt");
-  }
   for (const auto& item : index) {
-    auto name = item.at(0).get<std::string>();
-    auto type = torch_dtype(item.at(1).get<std::string>(), where + ":" + name);
-    auto shape = item.at(2).get<std::vector<std::int64_t>>();
-    auto mode = item.at(3).get<std::string>();
-    auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
-    std::size_t n = t.nbytes(), k = t.element_size();
-    if (mode == "same") {
-      auto it = old.find(name);
-      if (it == old.end()) fail(ErrorKind::invalid, where + ":" + name, "the tensor in the base", "none", "");
-      t.copy_(it->second);
+    const std::string at = where + ":" + item.name;
+    const auto type = torch_dtype(item.dtype, at);
+    const torch::Tensor* from_base = nullptr;
+    if (item.mode != "raw") {
+      auto it = old.find(item.name);
+      if (it == old.end() || it->second.scalar_type() != type || it->second.sizes().vec() != item.shape)
+        fail(ErrorKind::invalid, at, "a base tensor of dtype " + item.dtype + " and the indexed shape",
+             it == old.end() ? "none" : "another dtype or shape", "the delta file is damaged or crafted");
+      from_base = &it->second;
+    }
+    const torch::Tensor* packed = nullptr;
+    if (item.mode != "same") {
+      auto s = stored.find(kStoredPrefix + item.name);
+      if (s == stored.end()) fail(ErrorKind::invalid, at, "a stored delta tensor", "none", "the delta file is corrupt");
+      packed = s->second;
+      // Memory follows what was read, not what the index claims: a raw tensor's size is bounded
+      // by its compressed bytes times zstd's largest ratio (an xor one by its base tensor, read).
+      if (item.mode == "raw" && item.bytes / kMaxZstdRatio > static_cast<std::uint64_t>(packed->nbytes()))
+        fail(ErrorKind::invalid, at, "at most " + std::to_string(kMaxZstdRatio) + " bytes per stored byte",
+             std::to_string(item.bytes) + " bytes from " + std::to_string(packed->nbytes()),
+             "the delta file is damaged or crafted");
+    }
+    auto t = torch::empty(item.shape, torch::TensorOptions().dtype(type));
+    const std::size_t n = t.nbytes(), k = t.element_size();
+    if (item.mode == "same") {
+      t.copy_(*from_base);
     } else {
-      auto s = stored.find(kStoredPrefix + name);
-      if (s == stored.end()) fail(ErrorKind::invalid, where + ":" + name, "a stored delta tensor", "none", "");
-      std::string raw = decompress(*s->second, n, where + ":" + name);
+      std::string raw = decompress(*packed, n, at);
       auto* out = static_cast<unsigned char*>(t.data_ptr());
       unshuffle(reinterpret_cast<const unsigned char*>(raw.data()), n, k, out);
-      if (mode == "xor") {
-        auto it = old.find(name);
-        if (it == old.end() || it->second.nbytes() != n)
-          fail(ErrorKind::invalid, where + ":" + name, "a base tensor of " + std::to_string(n) + " bytes", "none", "");
-        auto* q = static_cast<const unsigned char*>(it->second.contiguous().data_ptr());
+      if (item.mode == "xor") {
+        auto* q = static_cast<const unsigned char*>(from_base->data_ptr());
         for (std::size_t i = 0; i < n; ++i) out[i] ^= q[i];
       }
     }
-    restored.tensors.emplace_back(name, std::move(t));
+    restored.tensors.emplace_back(item.name, std::move(t));
   }
   md.erase("base");
   md.erase("base_checksum");

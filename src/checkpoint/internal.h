@@ -18,4 +18,7 @@ NamedTensors disk_tensors(const Checkpoint& ckpt);
 // A verified delta file -> the checkpoint it encodes (loads and verifies its base beside it).
 Checkpoint load_delta(const std::filesystem::path& path, SafetensorsFile file);
 
+// load_checkpoint() for a file that must not be a delta (a delta's base): Error(invalid) if it is.
+Checkpoint load_full_checkpoint(const std::filesystem::path& path);
+
 }  // namespace frugal

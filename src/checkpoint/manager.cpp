@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <chrono>
 #include <set>
 
@@ -21,6 +23,32 @@ std::uint64_t tensor_bytes(const NamedTensors& ts) {
   return n;
 }
 
+// A --disk-budget value of at least `bytes`, in whole MiB ("300M"): format_size() rounds to
+// three digits, sometimes down, and a suggestion must fit when typed back.
+std::string size_option(std::uint64_t bytes) {
+  return std::to_string((bytes + (1ull << 20) - 1) >> 20) + "M";
+}
+
+// Runs `write` (a crash-safe write of `path`). A full disk reported after the rename (the folder
+// sync) leaves the new file in place: it is what a reader and a rerun now see, so the write
+// counts as done, with a warning, instead of "not saved; the previous one is intact".
+template <class Write>
+void published_despite_error(const fs::path& path, Write&& write) {
+  auto inode = [&] {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
+  };
+  const ino_t before = inode();
+  try {
+    write();
+  } catch (const DiskFullError& e) {
+    const ino_t after = inode();
+    if (after == 0 || after == before) throw;  // nothing was published
+    note(std::string("frugal: warning: ") + e.what() + " (after " + path.string() +
+         " was in place; it stands, but may not survive a power cut)");
+  }
+}
+
 bool improves(const Checkpoint& c, const std::optional<double>& best) {
   if (!c.metric_value) return true;  // no validation: best = newest
   if (!best) return true;
@@ -37,9 +65,10 @@ CheckpointManager::CheckpointManager(fs::path run, CheckpointOptions options, En
 int CheckpointManager::remove_temporaries() {
   int n = 0;
   std::error_code ec;
+  // Only those whose writer is gone (fs.h's owner lock): another process may be writing here.
   for (const auto& e : fs::directory_iterator(run_, ec))
-    if (is_temp_path(e.path()) && env_.remove_file(e.path())) ++n;
-  if (n) note("frugal: removed " + std::to_string(n) + " leftover temporary file(s) in " + run_.string());
+    if (is_temp_path(e.path()) && remove_if_abandoned(e.path())) ++n;
+  if (n) note("frugal: removed " + std::to_string(n) + " abandoned temporary file(s) in " + run_.string());
   return n;
 }
 
@@ -51,6 +80,7 @@ int CheckpointManager::discard_previous() {
   base_.reset();
   base_path_.clear();
   known_good_.clear();
+  known_good_step_.reset();
   best_metric_.reset();
   best_loaded_ = true;
   if (n) note("frugal: --fresh: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " + run_.string());
@@ -60,9 +90,22 @@ int CheckpointManager::discard_previous() {
 std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
   Resume r;
   for (const auto& entry : list_checkpoints(run_, /*verify=*/false)) {
+    // Everything read from this entry (a delta's base included) is inside the try: any damage,
+    // crafted or not, makes it skipped, and the next older checkpoint is tried.
+    std::optional<Checkpoint> base;
+    fs::path base_path;
+    std::string base_checksum;
     try {
       r.ckpt = load_checkpoint(entry.path);
       r.file = entry.path;
+      if (entry.name.delta) {
+        base_path = delta_base_path(entry.path, entry.base);
+        base = load_checkpoint(base_path);
+        base_checksum = read_safetensors_header(base_path).metadata["checksum"];
+      } else {
+        base_path = entry.path;
+        base_checksum = read_safetensors_header(entry.path).metadata["checksum"];
+      }
     } catch (const Error& e) {
       r.skipped.push_back(e.what());
       note("frugal: skipping checkpoint " + entry.path.string() + ": " + e.what());
@@ -70,17 +113,11 @@ std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
     }
     std::lock_guard lock(mu_);
     known_good_ = entry.path;
-    if (entry.name.delta) {
-      base_path_ = entry.path.parent_path() / entry.base;
-      base_ = load_checkpoint(base_path_);
-      base_checksum_ = read_safetensors_header(base_path_).metadata["checksum"];
-      saves_since_full_ = 1;
-    } else {
-      base_ = r.ckpt;
-      base_path_ = entry.path;
-      base_checksum_ = read_safetensors_header(entry.path).metadata["checksum"];
-      saves_since_full_ = 0;
-    }
+    known_good_step_ = r.ckpt.step;
+    base_ = base ? std::move(base) : std::optional<Checkpoint>(r.ckpt);
+    base_path_ = base_path;
+    base_checksum_ = base_checksum;
+    saves_since_full_ = entry.name.delta ? 1 : 0;
     return r;
   }
   if (!r.skipped.empty())
@@ -90,12 +127,51 @@ std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
 }
 
 std::uint64_t CheckpointManager::estimate_bytes(const Checkpoint& ckpt) const {
-  return tensor_bytes(ckpt.weights) + tensor_bytes(ckpt.state) + kHeaderAllowance;
+  return allocated_bytes(run_, tensor_bytes(ckpt.weights) + tensor_bytes(ckpt.state) + kHeaderAllowance);
+}
+
+std::uint64_t CheckpointManager::best_bytes(const Checkpoint& ckpt) const {
+  return allocated_bytes(run_, tensor_bytes(ckpt.weights) + kHeaderAllowance);
+}
+
+void CheckpointManager::require_room_for_run(std::uint64_t weight_bytes, std::uint64_t state_bytes,
+                                             std::uint64_t log_bytes) {
+  if (!budget_) return;
+  const std::uint64_t full = allocated_bytes(run_, weight_bytes + state_bytes + kHeaderAllowance);
+  const std::uint64_t best = options_.write_best ? allocated_bytes(run_, weight_bytes + kHeaderAllowance) : 0;
+  // The last good checkpoint stays until the next one is committed, so two must fit at once.
+  const std::uint64_t need = 2 * full + best + log_bytes;
+  // This run's own checkpoints are replaced or evicted as it goes: their room counts as free.
+  std::uint64_t own = allocated_size(run_ / kBestFile);
+  for (const auto& e : list_checkpoints(run_, /*verify=*/false)) own += allocated_size(e.path);
+  const std::uint64_t have = budget_->available() + own;
+  if (have >= need) return;
+  const auto& limit = budget_->options().limit;
+  const std::string within = limit ? "a disk budget of " + format_size(*limit) : "the free disk space";
+  std::string fix = limit ? "raise --disk-budget to at least " + size_option(*limit + (need - have)) + ", or "
+                          : "free " + format_size(need - have) + " (frugal du, frugal clean), or ";
+  fail(ErrorKind::budget, run_.string(),
+       format_size(need) + " within " + within + " to keep the run resumable: two checkpoints of " +
+           format_size(full) + " (the last good one stays until the next is written)" +
+           (best ? " + best.safetensors of " + format_size(best) : std::string()) +
+           (log_bytes ? " + " + format_size(log_bytes) + " of logs" : std::string()),
+       format_size(have) + " for this run", fix + "train a smaller model or image size; nothing was trained");
 }
 
 void CheckpointManager::set_disk_budget(DiskBudget* budget) {
   budget_ = budget;
   if (budget_) budget_->set_evictable([this] { return evictable(); });
+}
+
+std::optional<std::int64_t> CheckpointManager::resumable_step() const {
+  std::lock_guard lock(mu_);
+  return known_good_step_;
+}
+
+std::string CheckpointManager::resumable_from() const {
+  auto step = resumable_step();
+  return step ? "a rerun resumes from step " + std::to_string(*step) + ", the last checkpoint saved"
+              : "no resumable checkpoint exists yet: a rerun starts over";
 }
 
 std::vector<fs::path> CheckpointManager::evictable() const {
@@ -109,7 +185,7 @@ SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
   auto start = env_.steady_now();
   SaveResult r;
   if (budget_ && !budget_->make_room(estimate_bytes(ckpt))) {
-    std::uint64_t weights = tensor_bytes(ckpt.weights) + kHeaderAllowance;
+    std::uint64_t weights = best_bytes(ckpt);
     if (options_.write_best && budget_->make_room(weights)) {
       Checkpoint best = ckpt;
       best.kind = "best";
@@ -118,11 +194,12 @@ SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
       r.status = SaveResult::Status::weights_only;
       r.file = run_ / kBestFile;
       r.message = "not enough room for a full checkpoint (" + format_size(estimate_bytes(ckpt)) +
-                  "); saved only the weights to " + r.file.string() + " (not resumable from here)";
+                  "); saved only the weights to " + r.file.string() + " (not resumable from here; " +
+                  resumable_from() + ")";
     } else {
       r.status = SaveResult::Status::skipped_no_room;
       r.message = "no room for a checkpoint of " + format_size(estimate_bytes(ckpt)) + " in " + run_.string() +
-                  "; checkpoint SKIPPED (the previous one is intact). Free space (frugal du, frugal clean)";
+                  "; checkpoint SKIPPED (" + resumable_from() + "). Free space (frugal du, frugal clean)";
     }
     note("frugal: warning: " + r.message);
     r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
@@ -153,15 +230,18 @@ SaveResult CheckpointManager::write_checkpoint(const Checkpoint& ckpt) {
   r.file = run_ / checkpoint_file_name(ckpt.epoch, ckpt.step, delta);
   Checkpoint full = ckpt;
   full.kind = "full";
-  if (delta) {
-    save_delta_checkpoint(r.file, full, *base_, base_path_, env_);
-  } else {
-    save_checkpoint(r.file, full, env_);
-  }
+  published_despite_error(r.file, [&] {
+    if (delta) {
+      save_delta_checkpoint(r.file, full, *base_, base_path_, env_);
+    } else {
+      save_checkpoint(r.file, full, env_);
+    }
+  });
   std::error_code ec;
   r.bytes = fs::file_size(r.file, ec);
   std::lock_guard lock(mu_);
   known_good_ = r.file;
+  known_good_step_ = ckpt.step;
   if (delta) {
     ++saves_since_full_;
   } else {
@@ -189,10 +269,15 @@ bool CheckpointManager::update_best(const Checkpoint& ckpt) {
     }
   }
   if (!improves(ckpt, best_metric_)) return false;
+  if (budget_ && !budget_->make_room(best_bytes(ckpt))) {
+    note("frugal: warning: no room for " + (run_ / kBestFile).string() + " (" + format_size(best_bytes(ckpt)) +
+         ") within the disk budget; it was NOT updated. Free space (frugal du, frugal clean) or raise --disk-budget");
+    return false;
+  }
   Checkpoint best = ckpt;
   best.kind = "best";
   best.state.clear();
-  save_checkpoint(run_ / kBestFile, best, env_);
+  published_despite_error(run_ / kBestFile, [&] { save_checkpoint(run_ / kBestFile, best, env_); });
   best_metric_ = ckpt.metric_value;
   return true;
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/checked.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/run_folder.h"
@@ -115,7 +116,11 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors, const M
   });
 }
 
-SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name) {
+namespace {
+
+SafetensorsFile parse_checked(const std::string& bytes, const std::string& name) {
+  // The header parser has checked every data_offsets range against the file size (without
+  // wrapping) and dtype x shape against it, so the copies below stay inside `bytes`.
   auto h = parse_safetensors_header(bytes.data(), bytes.size(), name);
   struct Item {
     std::string name;
@@ -139,7 +144,7 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
     std::vector<std::int64_t> shape;
     for (const auto& d : (*it.spec)["shape"]) {
       if (!d.is_number_unsigned()) fail(ErrorKind::invalid, where, "non-negative integer dimensions", d.dump(), "");
-      shape.push_back(d.get<std::int64_t>());
+      shape.push_back(checked_cast<std::int64_t>(d.get<std::uint64_t>(), where, "a dimension"));
     }
     auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
     if (t.nbytes() != it.end - it.begin)
@@ -153,6 +158,18 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& n
     fail(ErrorKind::invalid, name, std::to_string(h.payload_offset() + expected_begin) + " bytes",
          std::to_string(bytes.size()) + " bytes", "the file has trailing data or holes; it is corrupt");
   return out;
+}
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name) {
+  try {
+    return parse_checked(bytes, name);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // nlohmann's, c10's, std::'s own: bad input at this boundary
+    fail(ErrorKind::invalid, name, "a safetensors file", e.what(), "the file is corrupt or crafted");
+  }
 }
 
 SafetensorsFile load_safetensors(const fs::path& path) { return parse_safetensors(read_file(path), path.string()); }

@@ -83,6 +83,9 @@ class Run {
   void end_of_epoch(std::int64_t epoch);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void save(const Checkpoint& ckpt, bool wait);
+  void check_disk_budget();
+  bool may_write(std::uint64_t bytes, const char* what);
+  int stopped();
   bool should_stop(bool eval_due);
   void write_config();
 
@@ -115,7 +118,11 @@ class Run {
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
   std::string stop_reason_;
+  bool log_room_warned_ = false;
 };
+
+// Room kept for what the trainer writes besides checkpoints (config.json, metrics.jsonl, events).
+constexpr std::uint64_t kLogReserve = 1ull << 20;
 
 void Run::open_data() {
   DatasetOptions d;
@@ -204,6 +211,7 @@ void Run::resume() {
   if (!c_.disk_budget.empty()) {
     DiskBudgetOptions bo;
     bo.limit = parse_size(c_.disk_budget);
+    bo.own_folder = run_dir_;
     fs::path ws = c_.workspace.empty() ? fs::absolute(run_dir_).parent_path() : fs::path(c_.workspace);
     budget_ = std::make_unique<DiskBudget>(ws, bo);
     budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
@@ -211,6 +219,7 @@ void Run::resume() {
     budget_->start_watcher();
   }
   if (int n = manager_->remove_temporaries()) note("removed " + std::to_string(n) + " leftover temporary file(s)");
+  check_disk_budget();
   if (c_.fresh) {
     // The old run's checkpoints carry higher step numbers and would rank newest: drop them.
     manager_->discard_previous();
@@ -271,13 +280,52 @@ Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position,
   return ck;
 }
 
+// Before training: a budget that cannot keep the run resumable is exit 4 now, rather than a run
+// that saves nothing a rerun can continue from (or ends over its budget).
+void Run::check_disk_budget() {
+  if (!budget_) return;
+  std::uint64_t weights = 0, state = 0;
+  for (const auto& [name, t] : state_dict(*model_)) weights += t.nbytes();
+  for (const auto& [name, t] : optimizer_state(*opt_.optimizer, param_names(opt_))) state += t.nbytes();
+  for (const auto& [name, t] : scaler_->state()) state += t.nbytes();
+  state += cpu_rng_state().nbytes();
+  manager_->require_room_for_run(weights, state, kLogReserve);
+}
+
+// Logs ask the disk budget too; without room a record is dropped (one warning), not the run.
+bool Run::may_write(std::uint64_t bytes, const char* what) {
+  if (!budget_ || budget_->reserve(bytes)) return true;
+  if (!log_room_warned_)
+    note(std::string("frugal: warning: no room within the disk budget for ") + what +
+         "; log records are dropped until there is. Free space (frugal du, frugal clean) or raise --disk-budget");
+  log_room_warned_ = true;
+  return false;
+}
+
+// Exit 75 only when a rerun really continues: from this step when its checkpoint was saved, else
+// from the last one saved; with none saved a rerun would start over, which is a budget failure.
+int Run::stopped() {
+  const auto step = manager_->resumable_step();
+  const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
+  if (step && *step == global_step_) {
+    note(at + ", saved; run the same command again to continue");
+    return exit_code(ErrorKind::interrupted);
+  }
+  if (step) {
+    note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(*step) +
+         " (the last checkpoint saved) and redoes the steps after it; run the same command again to continue");
+    return exit_code(ErrorKind::interrupted);
+  }
+  fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
+       "none (" + at + ", no checkpoint fit)",
+       "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise --disk-budget");
+}
+
 void Run::save(const Checkpoint& ckpt, bool wait) {
   auto t0 = std::chrono::steady_clock::now();
   writer_->submit(ckpt);
   if (wait) {
-    auto r = writer_->wait();
-    if (r.status == SaveResult::Status::disk_full)
-      throw Error(ErrorKind::interrupted, "disk full while saving: " + r.message + "; free space and run again");
+    auto r = writer_->wait();  // what a rerun resumes from is decided by stopped()
     if (!r.message.empty()) note(r.message);
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -332,7 +380,8 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
     position = next_position;
     last_train_loss_ = r.loss;
     log_->step(global_step_, total_steps_, epoch, r, last_lr_);
-    if (global_step_ % 20 == 0) events_->scalar("train/loss", static_cast<float>(r.loss), global_step_);
+    if (global_step_ % 20 == 0 && may_write(64, "the TensorBoard events"))
+      events_->scalar("train/loss", static_cast<float>(r.loss), global_step_);
     double since_save = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_).count();
     if ((cadence_.steps > 0 && global_step_ % cadence_.steps == 0) || (cadence_.seconds > 0 && since_save >= cadence_.seconds))
       save(make_checkpoint(epoch, position, epoch), false);
@@ -351,9 +400,12 @@ void Run::end_of_epoch(std::int64_t epoch) {
                    {"per_class", per}, {"lr", last_lr_}, {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
   log_->epoch(epoch, c_.epochs, e);
-  std::ofstream(run_dir_ / kMetricsFile, std::ios::app) << last_metrics_.dump() << "\n";
-  events_->scalar("val/loss", static_cast<float>(e.loss), global_step_);
-  events_->scalar("val/accuracy", static_cast<float>(e.accuracy), global_step_);
+  const std::string line = last_metrics_.dump() + "\n";
+  if (may_write(line.size(), kMetricsFile)) std::ofstream(run_dir_ / kMetricsFile, std::ios::app) << line;
+  if (may_write(128, "the TensorBoard events")) {
+    events_->scalar("val/loss", static_cast<float>(e.loss), global_step_);
+    events_->scalar("val/accuracy", static_cast<float>(e.accuracy), global_step_);
+  }
   events_->flush();
   save(make_checkpoint(epoch + 1, 0, epoch + 1), false);
 }
@@ -414,15 +466,16 @@ int Run::execute() {
 
   for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
-    if (!train_epoch(epoch, position)) {
-      note("stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_) +
-           ", saved; run the same command again to continue");
-      return exit_code(ErrorKind::interrupted);
-    }
+    if (!train_epoch(epoch, position)) return stopped();
     end_of_epoch(epoch);
   }
   auto r = writer_->wait();
   if (!r.message.empty()) note(r.message);
+  // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best.
+  if (r.status == SaveResult::Status::skipped_no_room || r.status == SaveResult::Status::disk_full)
+    fail(ErrorKind::budget, run_dir_.string(), "the final weights saved",
+         "no room for them (" + manager_->resumable_from() + ")",
+         "free space (frugal du, frugal clean) or raise --disk-budget, then run the same command again");
   log_->done();
   return 0;
 }

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # frugal du / frugal clean on a workspace whose checkpoints are written by an independent Python
 # writer of the documented format (docs/formats.md, "Checkpoint file"; XXH3 through libxxhash).
+# Usage is what the file system allocates; clean removes only temporaries whose writer is gone
+# (a live one holds its flock) and never an interrupted join's output, which it lists with how to
+# resume.
 set -euo pipefail
 py=${FRUGAL_PYTHON:-python3}
 "$py" -c 'import ctypes.util, sys; sys.exit(0 if ctypes.util.find_library("xxhash") else 1)' ||
@@ -32,27 +35,60 @@ write(f"{run}/ckpt-e0003-s000030.safetensors", 30, 0.6)
 write(f"{run}/ckpt-e0004-s000040.safetensors", 40, 0.7, corrupt=True)
 write(f"{run}/best.safetensors", 10, 0.9)
 PY
-head -c 500 /dev/zero > "$ws/run/ckpt-e0005-s000050.safetensors.frugal-tmp-0123456789ab"
+head -c 500 /dev/zero > "$ws/run/ckpt-e0005-s000050.safetensors.frugal-tmp-0123456789ab"  # its writer died
 touch -d '2 hours ago' "$ws/run/ckpt-e0005-s000050.safetensors.frugal-tmp-0123456789ab"
-head -c 100 /dev/zero > "$ws/run/best.safetensors.frugal-tmp-fresh0000000"  # a write in progress
+head -c 100 /dev/zero > "$ws/run/best.safetensors.frugal-tmp-fresh0000000"  # written just now, no lock
+# A live writer: holds the owner's lock (flock, as frugal's writers do); old by its mtime, so only
+# the lock can keep it.
+live="$ws/run/ckpt-e0006-s000060.safetensors.frugal-tmp-11ve11ve11ve"
+"$py" -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, b"x" * 100)
+open(sys.argv[2], "w").close()
+time.sleep(600)' "$live" "$out/locked" &
+holder=$!
+trap 'kill $holder 2>/dev/null || true; rm -rf "$ws" "$out"' EXIT
+for _ in $(seq 100); do [[ -e $out/locked ]] && break; sleep 0.05; done
+[[ -e $out/locked ]] || { echo "lock holder did not start"; exit 1; }
+touch -d '2 hours ago' "$live"
+# An interrupted join (after --delete-parts, the only copy of its parts), quiet for hours.
+head -c 5000 /dev/urandom > "$ws/data/big.zip.frugal-join"
+echo '{}' > "$ws/data/big.zip.manifest.json"
+touch -d '2 hours ago' "$ws/data/big.zip.frugal-join"
 
-stat -c %s "$ws"/run/*.safetensors > "$out/ckpt-sizes"
+"$py" - "$ws" > "$out/blocks.json" <<'PY'
+import json, os, sys
+ws = sys.argv[1]
+print(json.dumps({os.path.relpath(os.path.join(r, f), ws): os.lstat(os.path.join(r, f)).st_blocks * 512
+                  for r, _, fs in os.walk(ws) for f in fs}))
+PY
 frugal du "$ws" --json > "$out/du.json"
 frugal du "$ws" --budget 2K --json > "$out/du-small.json"
 frugal clean "$ws" --dry-run --json > "$out/dry.json"
 ls "$ws/run" | sort > "$out/after-dry"
 frugal clean "$ws" --json > "$out/clean.json"
 ls "$ws/run" | sort > "$out/after"
+kill $holder || { echo "the lock holder was not alive through clean"; exit 1; }
+wait $holder 2>/dev/null || true
+[[ -f $ws/data/big.zip.frugal-join ]] || { echo "clean removed a partial join"; exit 1; }
 "$py" - "$ws" "$out" <<'PY'
 import glob, json, os, sys
 ws, out = sys.argv[1], sys.argv[2]
 d = json.load(open(f"{out}/du.json"))
 u = d["usage"]
-size = os.path.getsize
-ckpts = sum(int(v) for v in open(f"{out}/ckpt-sizes").read().split())
-exp = {"data": 3000, "checkpoints": ckpts, "temporary": 600, "other": size(f"{ws}/run/config.json"),
-             "total": 3000 + ckpts + 600 + size(f"{ws}/run/config.json")}
-assert u == exp, (u, exp)
+b = json.load(open(f"{out}/blocks.json"))  # allocated bytes per file, before clean
+def kind(p):
+    if ".frugal-tmp-" in p: return "temporary"
+    if p.endswith(".frugal-join"): return "partial"
+    if p.startswith("data/"): return "data"
+    if p.endswith(".safetensors"): return "checkpoints"
+    return "other"
+exp = {"data": 0, "checkpoints": 0, "temporary": 0, "partial": 0, "other": 0}
+for p, n in b.items():
+    exp[kind(p)] += n
+exp["total"] = sum(b.values())
+assert u == exp, (u, exp)  # allocated blocks, not declared sizes
 assert d["budget"] == 1 << 20 and d["budget_source"].endswith("config.json"), d
 assert not d["over_budget"]
 assert json.load(open(f"{out}/du-small.json"))["over_budget"] is True
@@ -62,14 +98,21 @@ def names(doc):
 expected = ["ckpt-e0002-s000020.safetensors", "ckpt-e0005-s000050.safetensors.frugal-tmp-0123456789ab"]
 dry = json.load(open(f"{out}/dry.json"))
 assert dry["dry_run"] and names(dry) == expected, dry
-assert len(open(f"{out}/after-dry").read().split()) == 8, "dry run removed something"
+assert len(open(f"{out}/after-dry").read().split()) == 9, "dry run removed something"
 clean = json.load(open(f"{out}/clean.json"))
 assert names(clean) == expected, clean
-assert clean["freed"] == 500 + size(f"{ws}/run/ckpt-e0001-s000010.safetensors"), clean  # same-size files
+assert clean["freed"] == b["run/ckpt-e0002-s000020.safetensors"] + \
+    b["run/ckpt-e0005-s000050.safetensors.frugal-tmp-0123456789ab"], clean
 left = open(f"{out}/after").read().split()
 assert left == sorted(["best.safetensors", "best.safetensors.frugal-tmp-fresh0000000", "config.json",
                        "ckpt-e0001-s000010.safetensors", "ckpt-e0003-s000030.safetensors",
-                       "ckpt-e0004-s000040.safetensors"]), left
-assert any("s000040" in k and "invalid" in k for k in clean["kept"]), clean["kept"]
+                       "ckpt-e0004-s000040.safetensors",
+                       "ckpt-e0006-s000060.safetensors.frugal-tmp-11ve11ve11ve"]), left
+kept = clean["kept"]
+assert any("s000040" in k and "invalid" in k for k in kept), kept
+assert any("11ve11ve11ve" in k and "being written" in k for k in kept), kept
+assert any("fresh0000000" in k and "last minute" in k for k in kept), kept
+assert any("big.zip.frugal-join" in k and "resume: frugal join " + ws + "/data/big.zip.manifest.json" in k
+           for k in kept), kept
 print("du/clean ok")
 PY

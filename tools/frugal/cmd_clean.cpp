@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "frugal/budget.h"
 #include "frugal/error.h"
+#include "frugal/fs.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
 #include "frugal/units.h"
@@ -16,14 +17,17 @@ namespace fs = std::filesystem;
 namespace frugal::cli {
 namespace {
 
-// A temporary touched this recently may belong to a write in progress (a running `frugal train`);
-// every write updates the modification time, so an orphan is one that has gone quiet.
+// A temporary is removed only when its owner's lock can be taken (fs.h: the writer is dead). It
+// must also have gone quiet for a minute, for writers that hold no lock (other programs, older
+// frugal versions): every write updates the modification time.
 constexpr auto kQuietFor = std::chrono::seconds(60);
 
-bool recently_modified(const fs::path& p) {
+// How to continue an interrupted join whose partial output is `partial` ("OUT.frugal-join").
+std::string resume_hint(const fs::path& partial) {
+  const std::string out = partial.string().substr(0, partial.string().size() - std::string(".frugal-join").size());
   std::error_code ec;
-  auto t = fs::last_write_time(p, ec);
-  return !ec && fs::file_time_type::clock::now() - t < kQuietFor;
+  if (fs::exists(out + ".manifest.json", ec)) return "resume: frugal join " + out + ".manifest.json";
+  return "resume: frugal join MANIFEST -o " + out + " (the manifest it was joined from)";
 }
 
 }  // namespace
@@ -49,25 +53,39 @@ int cmd_clean(int argc, char** argv) {
   std::vector<Item> items;
   std::vector<std::string> kept;
   for (const auto& tmp : find_temporary_files(dir)) {
-    if (recently_modified(tmp)) {
-      kept.push_back(tmp.string() + " (modified in the last minute; may still be being written)");
-      continue;
+    switch (sweep_temp(tmp, kQuietFor, /*remove=*/false)) {
+      case TempState::abandoned: items.push_back({tmp, "temporary", allocated_size(tmp)}); break;
+      case TempState::owned: kept.push_back(tmp.string() + " (being written by a running frugal)"); break;
+      case TempState::recent:
+        kept.push_back(tmp.string() + " (modified in the last minute; may still be being written)");
+        break;
+      case TempState::absent: break;
     }
-    items.push_back({tmp, "temporary", fs::file_size(tmp, ec)});
   }
+  // Never swept: after `join --delete-parts` the partial output is the only copy of the parts
+  // already removed, and a rerun of the join continues it.
+  for (const auto& partial : find_partial_files(dir))
+    kept.push_back(partial.string() + " (an interrupted join's output, " + format_size(allocated_size(partial)) +
+                   "; " + resume_hint(partial) + ")");
   for (const auto& run : find_run_folders(dir)) {
     auto entries = list_checkpoints(run, /*verify=*/true);
     for (const auto& e : entries)
       if (!e.valid) kept.push_back(e.path.string() + " (invalid, kept for inspection: " + e.problem + ")");
     for (const auto& p : checkpoints_to_delete(entries, retention_from_config(run)))
-      items.push_back({p, "retention", fs::file_size(p, ec)});
+      items.push_back({p, "retention", allocated_size(p)});
   }
 
   std::uint64_t freed = 0;
   nlohmann::json removed = nlohmann::json::array();
   for (const auto& it : items) {
     if (!dry_run) {
-      if (!fs::remove(it.path, ec) && ec) {
+      if (it.why == "temporary") {
+        // Checked again at removal, holding the owner's lock: a writer may have started since.
+        if (!remove_if_abandoned(it.path, kQuietFor)) {
+          kept.push_back(it.path.string() + " (in use again; not removed)");
+          continue;
+        }
+      } else if (!fs::remove(it.path, ec) && ec) {
         kept.push_back(it.path.string() + " (could not remove: " + ec.message() + ")");
         continue;
       }

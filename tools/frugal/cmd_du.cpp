@@ -17,14 +17,14 @@ namespace frugal::cli {
 namespace {
 
 nlohmann::json usage_json(DiskUsage u) {
-  return {{"data", u.data}, {"checkpoints", u.checkpoints}, {"temporary", u.temporary}, {"other", u.other},
-          {"total", u.total()}};
+  return {{"data", u.data}, {"checkpoints", u.checkpoints}, {"temporary", u.temporary}, {"partial", u.partial},
+          {"other", u.other}, {"total", u.total()}};
 }
 
 }  // namespace
 
 int cmd_du(int argc, char** argv) {
-  CLI::App app("Disk use of a workspace by kind (data, checkpoints, temporary, other) against its budget", "du");
+  CLI::App app("Disk use of a workspace by kind (data, checkpoints, temporary, partial, other) against its budget", "du");
   std::string dir = ".", budget_text;
   bool json = false;
   app.add_option("DIR", dir, "workspace folder (default: the current one)");
@@ -57,7 +57,7 @@ int cmd_du(int argc, char** argv) {
     auto entries = list_checkpoints(run, /*verify=*/false);
     auto removable = checkpoints_to_delete(entries, retention_from_config(run));
     std::uint64_t reclaim = 0;
-    for (const auto& p : removable) reclaim += fs::file_size(p, ec);
+    for (const auto& p : removable) reclaim += allocated_size(p);
     reclaimable_total += reclaim;
     run_list.push_back({{"path", run.string()}, {"checkpoints", entries.size()}, {"reclaimable", reclaim}});
   }
@@ -76,7 +76,7 @@ int cmd_du(int argc, char** argv) {
   }
   std::FILE* out = stdout_is_tty() ? stdout : stderr;
   std::fprintf(out, "%-12s %12s\n", "kind", "size");
-  for (FileKind k : {FileKind::data, FileKind::checkpoint, FileKind::temporary, FileKind::other})
+  for (FileKind k : {FileKind::data, FileKind::checkpoint, FileKind::temporary, FileKind::partial, FileKind::other})
     std::fprintf(out, "%-12s %12s\n", to_string(k), format_size(usage[k]).c_str());
   std::fprintf(out, "%-12s %12s\n", "total", format_size(usage.total()).c_str());
   if (budget)
@@ -84,8 +84,11 @@ int cmd_du(int argc, char** argv) {
                  usage.total() > *budget ? "  OVER BUDGET" : "");
   std::fprintf(out, "free on disk %12s; room left %s\n", format_size(free).c_str(), format_size(available).c_str());
   if (reclaimable_total || usage.temporary)
-    std::fprintf(out, "frugal clean %s would free about %s\n", dir.c_str(),
-                 format_size(reclaimable_total + usage.temporary).c_str());
+    std::fprintf(out, "frugal clean %s would free at most %s (temporaries still being written are kept)\n",
+                 dir.c_str(), format_size(reclaimable_total + usage.temporary).c_str());
+  if (usage.partial)
+    std::fprintf(out, "partial      %12s of interrupted joins, kept: rerun their frugal join to finish them\n",
+                 format_size(usage.partial).c_str());
   return 0;
 }
 

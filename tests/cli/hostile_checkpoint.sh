@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# frugal eval / export / train (resume) on crafted checkpoints: offsets that wrap past the end, a
+# header nested a million levels deep, a delta based on itself, metadata of the wrong JSON type.
+# Each is exit 3 naming the file (never a signal, never "internal error"), nothing is exported, and
+# a resume meeting the crafted delta goes back to the previous good checkpoint.
+set -euo pipefail
+py=${FRUGAL_PYTHON:-python3}
+"$py" -c "import numpy, PIL, ctypes.util, sys; sys.exit(0 if ctypes.util.find_library('xxhash') else 1)" 2>/dev/null ||
+  { echo "skip: needs numpy + pillow + libxxhash in $py"; exit 77; }
+command -v frugal-torch >/dev/null && command -v frugal >/dev/null || { echo "skip: frugal / frugal-torch not built"; exit 77; }
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+
+"$py" - "$t" <<'PY'
+import ctypes, ctypes.util, io, json, struct, sys, zipfile
+import numpy as np
+from PIL import Image
+t = sys.argv[1]
+rng = np.random.default_rng(0)
+with zipfile.ZipFile(f"{t}/data.zip", "w") as z:
+    for cls, lo, hi in [("bright", 160, 255), ("dark", 0, 96)]:
+        for i in range(8):
+            buf = io.BytesIO()
+            Image.fromarray(rng.integers(lo, hi, (28, 28), dtype=np.uint8)).save(buf, "PNG")
+            z.writestr(f"{cls}/{i:03d}.png", buf.getvalue())
+xxh = ctypes.CDLL(ctypes.util.find_library("xxhash"))
+xxh.XXH3_64bits.restype = ctypes.c_uint64
+xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+def pack(header_bytes, payload):
+    header_bytes += b" " * ((8 - len(header_bytes) % 8) % 8)
+    return struct.pack("<Q", len(header_bytes)) + header_bytes + payload
+def checkpoint(path, md, tensors):
+    payload = b"".join(data for _, _, _, data in tensors)
+    md = dict(md, checksum="xxh3-64:%016x" % xxh.XXH3_64bits(payload, len(payload)))
+    h, off = {"__metadata__": md}, 0
+    for name, dtype, shape, data in tensors:
+        h[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    open(path, "wb").write(pack(json.dumps(h).encode(), payload))
+    return md["checksum"]
+md = {"format": "frugal-checkpoint", "version": "1", "kind": "best", "model": "cnn",
+      "classes": '["bright", "dark"]', "image_size": "28", "channels": "1", "mean": "[0.5]", "std": "[0.5]",
+      "epoch": "1", "step": "10", "loader": "{}", "schedule": "{}", "metrics": "{}", "config": "{}"}
+end = 2**64 - 16
+open(f"{t}/wrap.safetensors", "wb").write(pack(json.dumps(
+    {"__metadata__": md, "conv1.weight": {"dtype": "U8", "shape": [end], "data_offsets": [0, end]}}).encode(), bytes(64)))
+depth = 1000000
+open(f"{t}/deep.safetensors", "wb").write(pack(b'{"w":' + b"[" * depth + b"]" * depth + b"}", b""))
+checkpoint(f"{t}/classes.safetensors", dict(md, classes='{"a": 1}'), [("w", "U8", [4], b"abcd")])
+# A delta whose base is itself: its checksum covers the payload only, so base_checksum can match.
+name = "ckpt-e0002-s000020.delta.safetensors"
+payload = b"\0" * 8
+own = "xxh3-64:%016x" % xxh.XXH3_64bits(payload, len(payload))
+import os
+os.makedirs(f"{t}/run", exist_ok=True)
+checkpoint(f"{t}/run/{name}", dict(md, kind="delta", base=name, base_checksum=own, delta_index="[]"),
+           [("delta:w", "U8", [8], payload)])
+PY
+
+for f in wrap deep classes run/ckpt-e0002-s000020.delta; do
+  for cmd in eval export; do
+    rc=0
+    if [[ $cmd == eval ]]; then
+      frugal eval "$t/$f.safetensors" --data "$t/data.zip" >/dev/null 2>"$t/err" || rc=$?
+    else
+      frugal export "$t/$f.safetensors" -o "$t/out.onnx" >/dev/null 2>"$t/err" || rc=$?
+    fi
+    [[ $rc -eq 3 ]] || { echo "$cmd $f: expected exit 3, got $rc"; cat "$t/err"; exit 1; }
+    grep -q "$(basename "$f").safetensors" "$t/err" || { echo "$cmd $f: the file is not named"; cat "$t/err"; exit 1; }
+    if grep -qi "internal error" "$t/err"; then echo "$cmd $f: internal error"; cat "$t/err"; exit 1; fi
+    [[ ! -e $t/out.onnx ]] || { echo "$cmd $f: exported"; exit 1; }
+  done
+done
+
+# Resume: a finished run's good checkpoints, then the crafted delta as the newest file.
+train() { frugal train --data "$t/data.zip" --run "$t/run2" --model cnn --epochs 2 --batch-size 8 --val-split 0.25 --workers 1; }
+train 2>"$t/train1.log" || { cat "$t/train1.log"; exit 1; }
+good=$(cd "$t/run2" && ls ckpt-*.safetensors | tail -1)
+step=$(echo "$good" | sed 's/.*-s0*\([0-9][0-9]*\)\..*/\1/')
+crafted="ckpt-e0099-s009999.delta.safetensors"
+"$py" - "$t/run/ckpt-e0002-s000020.delta.safetensors" "$t/run2/$crafted" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"]["base"] = sys.argv[2].rsplit("/", 1)[1]  # itself, under its new name
+hb = json.dumps(h).encode()
+hb += b" " * ((8 - len(hb) % 8) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+rc=0
+train 2>"$t/train2.log" || rc=$?
+[[ $rc -eq 0 ]] || { echo "resume past the crafted delta: exit $rc"; cat "$t/train2.log"; exit 1; }
+grep -q "skipping checkpoint .*$crafted" "$t/train2.log" || { echo "crafted delta not named"; cat "$t/train2.log"; exit 1; }
+grep -q "resuming from $good (epoch 3, step $step)" "$t/train2.log" ||
+  { echo "did not resume from $good"; cat "$t/train2.log"; exit 1; }
+echo "ok: crafted checkpoints are exit 3; resume fell back to $good"
