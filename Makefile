@@ -1,4 +1,5 @@
 # make demo  - install what is missing, build what the demo runs, run the whole workflow on built-in data
+# make tools - install what is missing, build frugal and frugal-torch only
 # make test  - install, build everything, run every test
 # make bench - run the benchmarks (ratios against baselines measured in the same run)
 BUILD ?= build
@@ -8,16 +9,18 @@ CMAKE_FLAGS ?=
 # built by `make test` and `make bench`.
 DEMO_TARGETS = frugal frugal-torch
 
-.PHONY: all setup configure build test demo bench fuzz clean
+.PHONY: all setup configure build tools test demo bench fuzz clean
 
 all: build
 
 setup:
 	@FRUGAL_BUILD=$(BUILD) scripts/setup.sh
 
-# When set-up put the build on another disk (.frugal-prefix), ccache keeps its files there too.
+# A new build folder compiles each LibTorch library as one file (cmake/frugal.cmake: a third of the
+# CPU time); CMAKE_FLAGS=-DFRUGAL_UNITY_BUILD=OFF for one file per file. When set-up put the build
+# on another disk (.frugal-prefix), ccache keeps its files there too.
 $(BUILD)/build.ninja:
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRUGAL_UNITY_BUILD=ON \
 	  $$(test -f .frugal-prefix && echo "-DFRUGAL_CCACHE_DIR=$$(cat .frugal-prefix)/cache/ccache") \
 	  $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 || { cat $(BUILD).configure.log; exit 1; }
 
@@ -29,8 +32,11 @@ build: configure
 test: build
 	@scripts/test.sh $(BUILD)
 
-demo: configure
+# frugal and frugal-torch alone (a notebook's build)
+tools: configure
 	@ninja -C $(BUILD) -j $(JOBS) $(DEMO_TARGETS)
+
+demo: tools
 	@scripts/demo.sh $(BUILD)
 
 bench: build

@@ -275,7 +275,7 @@ setup_venv() {
     fi
   fi
   [ -z "$DRY" ] && say "installing Python packages into .venv"
-  pip_install --upgrade pip >/dev/null
+  pip_install --upgrade pip
   if [ ${#torch_spec[@]} -gt 0 ] && ! pip_install "${torch_spec[@]}" "${index[@]}"; then
     [ ${#index[@]} -gt 0 ] && die "pip could not install torch from $CU126_INDEX; by hand:"$'\n'"$(cu126_commands "$py")"
     say "torch $TORCH_VERSION is not on the registry; installing the nearest version it has"

@@ -53,10 +53,25 @@ struct BuildInfo {
 struct GpuVerdict {
   bool usable = true;
   std::vector<std::string> warnings;  // each with the fix
+  std::string fix;  // the one command that scripts/setup.sh would run to make the GPU usable; or ""
 };
 
 // Whether `gpu` can run this build's kernels and the driver can run its CUDA version.
 GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildInfo& build);
+
+// Where frugal's own big folders (the build, LibTorch and its CUDA libraries) sit, per disk.
+struct InstallDisk {
+  std::vector<std::filesystem::path> folders;
+  std::uint64_t bytes = 0;                  // what they take on this disk
+  std::uint64_t disk_total = 0, disk_free = 0;
+};
+
+// The folders' sizes, grouped by the disk that holds them; folders that do not exist are left out.
+std::vector<InstallDisk> collect_install_disks(const std::vector<std::filesystem::path>& folders);
+
+// A warning when several GB of frugal's install sit on a small disk, which on a notebook is the
+// persistent one (5-20 GB) that the data and checkpoints need; "" otherwise.
+std::string judge_install_disk(const InstallDisk& disk);
 
 // Newest CUDA version (as 12060) that a driver of this major version supports; 0 when unknown.
 int max_cuda_for_driver(int driver_major);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -140,6 +141,44 @@ int max_cuda_for_driver(int driver_major) {
   return 0;
 }
 
+std::vector<InstallDisk> collect_install_disks(const std::vector<std::filesystem::path>& folders) {
+  std::vector<InstallDisk> disks;
+  std::vector<dev_t> devices;
+  for (const auto& f : folders) {
+    struct stat st {};
+    struct statvfs vfs {};
+    if (::stat(f.c_str(), &st) != 0 || ::statvfs(f.c_str(), &vfs) != 0) continue;
+    auto at = std::find(devices.begin(), devices.end(), st.st_dev);
+    if (at == devices.end()) {
+      devices.push_back(st.st_dev);
+      disks.push_back({{}, 0, static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize,
+                       static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize});
+      at = devices.end() - 1;
+    }
+    InstallDisk& d = disks[static_cast<std::size_t>(at - devices.begin())];
+    d.folders.push_back(f);
+    d.bytes += tree_bytes(f);
+  }
+  return disks;
+}
+
+std::string judge_install_disk(const InstallDisk& disk) {
+  // Notebook persistent disks are 5-20 GB; a temporary disk or a workstation's is far larger.
+  constexpr std::uint64_t kSmallDisk = 32ull << 30, kBig = 1ull << 30;
+  if (disk.disk_total == 0 || disk.disk_total >= kSmallDisk || disk.bytes < kBig) return "";
+  std::string list;
+  for (const auto& f : disk.folders) list += (list.empty() ? "" : ", ") + f.string();
+  auto gb = [](std::uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(b) / 1e9);
+    return std::string(buf);
+  };
+  return "frugal's build and LibTorch take " + gb(disk.bytes) + " of a " + gb(disk.disk_total) + " disk (" +
+         gb(disk.disk_free) + " free): " + list +
+         "; if this is the notebook's persistent disk, keep it for data and checkpoints: rerun "
+         "'FRUGAL_PREFIX=<a temporary disk> make build' after removing .venv and the build folder";
+}
+
 std::string cuda_version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
@@ -158,10 +197,19 @@ GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildIn
     v.usable = false;
     std::string list;
     for (int a : build.archs.sass) list += (list.empty() ? "sm_" : ", sm_") + std::to_string(a);
-    std::string fix = cc < 75
-        ? "install a LibTorch built for CUDA 12.6 (the cu126 builds of PyTorch still include " + sm +
-              "), point Torch_DIR at it and rebuild frugal"
-        : "install a LibTorch whose CUDA build lists " + sm + ", point Torch_DIR at it and rebuild frugal";
+    // The PyTorch build scripts/setup.sh installs for this GPU (its PYPI_ARCHS/CU126_ARCHS table:
+    // PyTorch 2.11's release matrix).
+    std::string fix;
+    if (cc < 50) {
+      fix = "no PyTorch 2.11 build has kernels for " + sm + " (the oldest is sm_50): train on the CPU (--device cpu)";
+    } else {
+      v.fix = cc < 75 ? "python -m pip install torch==2.11.0 torchvision==0.26.0 --index-url https://download.pytorch.org/whl/cu126"
+                      : "python -m pip install torch==2.11.0 torchvision==0.26.0";
+      fix = "scripts/setup.sh installs PyTorch 2.11.0's " +
+            std::string(cc < 75 ? "CUDA 12.6 build (which still has " + sm + ") from PyTorch's index"
+                                : "CUDA 13.0 build from PyPI") +
+            " into .venv when it finds this GPU: run 'make build' in the frugal checkout";
+    }
     v.warnings.push_back("GPU " + std::to_string(gpu.index) + " (" + gpu.name + ", compute capability " +
                          std::to_string(gpu.major) + "." + std::to_string(gpu.minor) + ") is not supported by this LibTorch " +
                          build.torch_version + " (CUDA " + cuda_version_string(build.cuda_version) +

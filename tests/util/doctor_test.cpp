@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "frugal/doctor.h"
 
@@ -59,11 +61,45 @@ TEST(GpuVerdict, PascalOnCuda13BuildIsUnsupportedAndNamesCuda126Build) {
   EXPECT_NE(v.warnings[1].find("driver 470.57.02 supports CUDA up to 11.4"), std::string::npos) << v.warnings[1];
 }
 
+TEST(GpuVerdict, PascalFixIsTheInstallSetupRuns) {
+  GpuInfo p100{0, "Tesla P100-PCIE-16GB", 6, 0, 16ull << 30};
+  GpuVerdict v = judge_gpu(p100, {"560.35.03", 12060}, cuda13_build());
+  ASSERT_FALSE(v.usable);
+  const std::string index = "https://download.pytorch.org/whl/cu126";
+  EXPECT_EQ(v.fix, "python -m pip install torch==2.11.0 torchvision==0.26.0 --index-url " + index);
+  EXPECT_NE(v.warnings.at(0).find("make build"), std::string::npos) << v.warnings[0];
+  // The same build as scripts/setup.sh installs, so that the two cannot drift apart.
+  std::ifstream in(FRUGAL_SOURCE_DIR "/scripts/setup.sh");
+  std::stringstream setup;
+  setup << in.rdbuf();
+  EXPECT_NE(setup.str().find("CU126_INDEX=${FRUGAL_TORCH_INDEX:-" + index + "}"), std::string::npos);
+  EXPECT_NE(setup.str().find("TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}"), std::string::npos);
+  EXPECT_NE(setup.str().find("sm_60"), std::string::npos);
+}
+
+TEST(GpuVerdict, TuringMissingFromAnOldBuildGetsPypiTorch) {
+  GpuInfo t4{0, "Tesla T4", 7, 5, 15ull << 30};
+  BuildInfo b = cuda13_build();
+  b.archs.sass = {80, 86, 90};
+  GpuVerdict v = judge_gpu(t4, {"580.1", 13000}, b);
+  EXPECT_FALSE(v.usable);
+  EXPECT_EQ(v.fix, "python -m pip install torch==2.11.0 torchvision==0.26.0");
+}
+
+TEST(GpuVerdict, KeplerHasNoBuildToInstallAndSaysCpu) {
+  GpuInfo k80{0, "Tesla K80", 3, 7, 12ull << 30};
+  GpuVerdict v = judge_gpu(k80, {"470.1", 11040}, cuda13_build());
+  EXPECT_FALSE(v.usable);
+  EXPECT_TRUE(v.fix.empty());
+  EXPECT_NE(v.warnings.at(0).find("--device cpu"), std::string::npos) << v.warnings[0];
+}
+
 TEST(GpuVerdict, HopperWithNewDriverIsUsable) {
   GpuInfo h200{0, "NVIDIA H200", 9, 0, 141ull << 30};
   GpuVerdict v = judge_gpu(h200, {"580.65.06", 13000}, cuda13_build());
   EXPECT_TRUE(v.usable);
   EXPECT_TRUE(v.warnings.empty());
+  EXPECT_TRUE(v.fix.empty());
 }
 
 TEST(GpuVerdict, SameMajorNewerMinorRunsOlderCubin) {
@@ -111,4 +147,27 @@ TEST(SystemInfo, ReportsCoresMemoryAndWorkspaceUse) {
   EXPECT_GT(s.ram_total, 0u);
   EXPECT_GT(s.disk_total, 0u);
   EXPECT_GT(s.workspace_bytes, 0u);
+}
+
+TEST(InstallDisk, SeveralGigabytesOnASmallDiskWarnWithWhereToMoveThem) {
+  InstallDisk kaggle{{"/kaggle/working/frugal/build", "/kaggle/working/frugal/.venv/lib/python3.11/site-packages/torch"},
+                     8'100'000'000ull, 21'000'000'000ull, 2'000'000'000ull};
+  std::string w = judge_install_disk(kaggle);
+  EXPECT_NE(w.find("8.1 GB of a 21.0 GB disk"), std::string::npos) << w;
+  EXPECT_NE(w.find("/kaggle/working/frugal/build"), std::string::npos) << w;
+  EXPECT_NE(w.find("FRUGAL_PREFIX="), std::string::npos) << w;
+}
+
+TEST(InstallDisk, BigDiskOrSmallInstallIsQuiet) {
+  EXPECT_EQ(judge_install_disk({{"/work/build"}, 8'100'000'000ull, 250'000'000'000ull, 75'000'000'000ull}), "");
+  EXPECT_EQ(judge_install_disk({{"/kaggle/working/build"}, 200'000'000ull, 21'000'000'000ull, 2'000'000'000ull}), "");
+}
+
+TEST(InstallDisk, CollectGroupsFoldersByDiskAndSkipsMissingOnes) {
+  auto disks = collect_install_disks({FRUGAL_SOURCE_DIR "/src/util", FRUGAL_SOURCE_DIR "/include",
+                                      FRUGAL_SOURCE_DIR "/no-such-folder"});
+  ASSERT_EQ(disks.size(), 1u);
+  EXPECT_EQ(disks[0].folders.size(), 2u);
+  EXPECT_GT(disks[0].bytes, collect_install_disks({FRUGAL_SOURCE_DIR "/src/util"}).at(0).bytes);
+  EXPECT_GT(disks[0].disk_total, 0u);
 }

@@ -9,6 +9,7 @@
 #define FRUGAL_HAVE_CUDART 1
 #endif
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -97,7 +98,7 @@ int cmd_doctor(int argc, char** argv) {
   build.cuda_version = static_cast<int>(cudart);
   DriverInfo driver = driver_info();
   std::vector<GpuInfo> gpu_list = gpus();
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings, fixes;
   if (gpu_list.empty())
     warnings.push_back(driver.version.empty()
                            ? "no NVIDIA GPU or driver found: frugal will train on the CPU (slow for big models)"
@@ -105,7 +106,21 @@ int cmd_doctor(int argc, char** argv) {
   for (const auto& g : gpu_list) {
     auto v = judge_gpu(g, driver, build);
     warnings.insert(warnings.end(), v.warnings.begin(), v.warnings.end());
+    if (!v.fix.empty() && std::find(fixes.begin(), fixes.end(), v.fix) == fixes.end()) fixes.push_back(v.fix);
   }
+  // This executable's build folder (bin/..) and LibTorch's package with its CUDA libraries beside it.
+  std::vector<std::filesystem::path> install;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && std::filesystem::exists(exe.parent_path().parent_path() / "CMakeCache.txt"))
+    install.push_back(exe.parent_path().parent_path());
+  if (auto torch_cpu = loaded_library("libtorch_cpu.so"); !torch_cpu.empty()) {
+    auto site = torch_cpu.parent_path().parent_path().parent_path();  // site-packages/torch/lib/..
+    install.push_back(site / "torch");
+    install.push_back(site / "nvidia");
+  }
+  for (const auto& d : collect_install_disks(install))
+    if (auto w = judge_install_disk(d); !w.empty()) warnings.push_back(w);
   if (sys.disk_free < (1ull << 30))
     warnings.push_back("less than 1 GiB free on " + sys.workspace.string() + "; run 'frugal du' and 'frugal clean'");
 
@@ -127,6 +142,7 @@ int cmd_doctor(int argc, char** argv) {
                            {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
                            {"memory", g.total_memory}, {"usable", judge_gpu(g, driver, build).usable}});
     j["warnings"] = warnings;
+    j["fixes"] = fixes;
     print_json(j);
     return 0;
   }
@@ -146,6 +162,7 @@ int cmd_doctor(int argc, char** argv) {
     out << "GPU " << g.index << "     " << g.name << ", compute capability " << g.major << "." << g.minor << ", "
         << format_size(g.total_memory) << "\n";
   for (const auto& w : warnings) out << "warning: " << w << "\n";
+  for (const auto& f : fixes) out << "fix:     " << f << "   # what scripts/setup.sh does in .venv; then rebuild\n";
   return 0;
 }
 
