@@ -18,26 +18,39 @@ struct Recompute : torch::CustomClassHolder {
   bool input_requires_grad = false;
   torch::Device device{torch::kCPU};
   torch::Tensor rng_state;
-  bool autocast = false;
+  bool autocast = false, autocast_cache = true;
   at::ScalarType autocast_dtype = at::kFloat;
 };
 
-// Sets autocast for one device type and puts the previous state back when destroyed.
+// The recompute's autocast region, entered and left as torch.autocast's __enter__/__exit__ do
+// (what torch.utils.checkpoint recomputes under): state, dtype and cache flag as in forward, and
+// the nesting count, whose return to zero clears the cast-weight cache. That cache is
+// process-wide: casts made here and left behind would outlive optimizer.step(), and the next
+// forward would run on the previous step's weights.
 class AutocastState {
  public:
-  AutocastState(at::DeviceType type, bool enabled, at::ScalarType dtype)
-      : type_(type), was_(at::autocast::is_autocast_enabled(type)), was_dtype_(at::autocast::get_autocast_dtype(type)) {
+  AutocastState(at::DeviceType type, bool enabled, at::ScalarType dtype, bool cache)
+      : type_(type),
+        was_(at::autocast::is_autocast_enabled(type)),
+        was_cache_(at::autocast::is_autocast_cache_enabled()),
+        was_dtype_(at::autocast::get_autocast_dtype(type)) {
     at::autocast::set_autocast_enabled(type, enabled);
     at::autocast::set_autocast_dtype(type, dtype);
+    at::autocast::increment_nesting();
+    at::autocast::set_autocast_cache_enabled(cache);
   }
   ~AutocastState() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
     at::autocast::set_autocast_enabled(type_, was_);
     at::autocast::set_autocast_dtype(type_, was_dtype_);
+    at::autocast::set_autocast_cache_enabled(was_cache_);
   }
+  AutocastState(const AutocastState&) = delete;
+  AutocastState& operator=(const AutocastState&) = delete;
 
  private:
   at::DeviceType type_;
-  bool was_;
+  bool was_, was_cache_;
   at::ScalarType was_dtype_;
 };
 
@@ -50,6 +63,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     r->rng_state = at::globalContext().defaultGenerator(x.device()).get_state();
     r->autocast = at::autocast::is_autocast_enabled(x.device().type());
     r->autocast_dtype = at::autocast::get_autocast_dtype(x.device().type());
+    r->autocast_cache = at::autocast::is_autocast_cache_enabled();
     ctx->save_for_backward({x});
     ctx->saved_data["r"] = c10::IValue::make_capsule(r);
     torch::NoGradGuard no_grad;
@@ -68,7 +82,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     torch::Tensor y;
     {
       generator.set_state(r->rng_state);
-      AutocastState autocast(r->device.type(), r->autocast, r->autocast_dtype);
+      AutocastState autocast(r->device.type(), r->autocast, r->autocast_dtype, r->autocast_cache);
       torch::AutoGradMode grad_on(true);
       y = r->fn(x);
     }
