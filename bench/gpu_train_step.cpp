@@ -79,9 +79,11 @@ int main(int argc, char** argv) {
   int n = std::atoi(argv[2]), size = std::atoi(argv[3]);
   torch::Device dev(torch::kCUDA, 0);
   std::string device = frugal::configure_device(dev);
-  frugal::AmpMode amp = frugal::auto_amp(dev);
+  // GPU_BENCH_AMP=fp16 on an sm_80+ GPU runs the loss scaler, which auto (bf16) never does there.
+  const char* forced = std::getenv("GPU_BENCH_AMP");
+  frugal::AmpMode amp = forced && *forced ? frugal::parse_amp(forced) : frugal::auto_amp(dev);
   if (steps_arg == "max") {
-    frugal::limit_gpu_memory(dev, frugal::parse_size(argv[5]));
+    std::fprintf(stderr, "%s\n", frugal::limit_gpu_memory(dev, frugal::parse_size(argv[5])).c_str());
     int lo = settled(name, n, size, dev, amp), hi = lo == n ? n : 2 * lo;  // lo fits, hi does not (unless lo == n)
     for (int i = 0; i < 4 && hi - lo > 1 && lo > 0; ++i) {
       int mid = (lo + hi) / 2;

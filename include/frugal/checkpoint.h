@@ -90,6 +90,10 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors
                           const Checkpoint& ckpt);
 torch::Tensor cpu_rng_state();                 // (N,) uint8, torch's default CPU generator
 void set_cpu_rng_state(const torch::Tensor& state);
+// The default generator of a CUDA device (dropout and stochastic depth on the GPU draw from it):
+// (16,) uint8, seed and Philox offset. Undefined for the CPU or when LibTorch has no CUDA.
+torch::Tensor device_rng_state(const torch::Device& device);
+void set_device_rng_state(const torch::Device& device, const torch::Tensor& state);
 
 // --- Delta checkpoints -------------------------------------------------------------------------
 // Each tensor stored as zstd(bits XOR base bits) (U8), unchanged tensors omitted; restoring is

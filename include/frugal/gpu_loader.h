@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,12 +48,18 @@ class GpuLoader {
 
   void start(std::int64_t epoch, std::int64_t position = 0);
   // images: (B, C, S, S) on the GPU, labels: (B) int64 on the CPU; nullopt at the end of the epoch.
+  // A batch the GPU had no memory for (after freeing the cache and one retry) is decoded on the
+  // CPU and comes back in host memory (noted once; counted in cpu_decoded()).
   std::optional<Batch> next();
   std::int64_t batches_per_epoch() const;
   std::uint64_t samples_seen() const;
   std::uint64_t samples_bad() const;
   std::uint64_t cpu_decoded() const;  // images that went through the CPU (not JPEG, or nvJPEG refused)
   std::string backend() const;        // "hardware" or "cuda" once a batch was decoded, else ""
+
+  // Test seam: called on a worker before each attempt to build batch k (of this epoch); may throw
+  // (c10::OutOfMemoryError) to simulate the GPU running out of memory there. Set before start().
+  void set_before_build(std::function<void(std::int64_t batch)> hook);
 
  private:
   struct State;

@@ -26,8 +26,9 @@ const char* to_string(AmpMode mode);
 AmpMode parse_amp(const std::string& text);
 
 // `--amp auto`: fp16 on CUDA before sm_80 (P100 sm_60, V100, T4: no fast bf16), bf16 on sm_80+,
-// off on the CPU (bf16 autocast there is slower than fp32 on CPUs without AMX; on CPUs with it,
-// `frugal train` suggests --amp bf16, see cpu_has_native_bf16()).
+// off on consumer Pascal (sm_61/62: fp16 at 1/64 of the fp32 rate) and older GPUs, and off on the
+// CPU (bf16 autocast there is slower than fp32 on CPUs without AMX; on CPUs with it, `frugal train`
+// suggests --amp bf16, see cpu_has_native_bf16()).
 // `device_kind`: "cpu" or "cuda"; major/minor: the compute capability (ignored on the CPU).
 AmpMode choose_amp(const std::string& device_kind, int major, int minor);
 
@@ -138,18 +139,23 @@ struct StepResult {
 // split into micro-batches of `micro_batch`. Each micro-batch's mean loss is weighted by its share
 // of the step's samples, so the accumulated gradient equals that of one batch of all of them.
 //
-// On c10::OutOfMemoryError the step is undone (gradients zeroed, batch-norm statistics restored,
-// CUDA cache emptied), micro_batch halved and the step rerun on the same samples; the new size is
-// kept (micro_batch()) and noted once. At micro-batch 1 the error becomes Error(budget).
+// On running out of memory (c10::OutOfMemoryError, or cuBLAS/cuDNN failing to allocate, see
+// is_out_of_memory) the step is undone (gradients zeroed, batch-norm statistics restored, CUDA
+// cache emptied), micro_batch halved and the step rerun on the same samples; the new size is kept
+// (micro_batch()) and noted once. At micro-batch 1 the error becomes Error(budget). An OOM inside
+// optimizer.step() is redone only when no parameter or optimizer state had changed yet (else
+// Error(budget): redoing it would step some parameters twice); make_optimizer() creates the
+// optimizer state up front so that the first step allocates none of it.
 class TrainStep {
  public:
   TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options);
   StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
   int micro_batch() const { return options_.micro_batch; }
 
-  // Test seam: called before each micro-batch's forward with a running micro-step counter; may
-  // throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
+  // Test seams: called before each micro-batch's forward with a running micro-step counter, and
+  // before optimizer.step(); may throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
   std::function<void(std::int64_t micro_step)> before_micro_step;
+  std::function<void()> before_optimizer_step;
 
  private:
   StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
@@ -173,8 +179,22 @@ struct EvalResult {
   nlohmann::json to_json(const std::vector<std::string>& classes) const;  // eval --json shape
 };
 
+// Each loader batch (>= 256 samples in `frugal train`) is forwarded in chunks of at most
+// `micro_batch` (0: whole); on running out of memory the chunk is halved and redone (nothing of a
+// failed chunk is counted), and the size kept here for later calls; at 1 it is Error(budget).
+struct EvalOptions {
+  std::int64_t micro_batch = 0;
+  bool oom_noted = false;
+  std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's
+};
+
 class Loader;
-EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options);
+EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options,
+                    EvalOptions* eval = nullptr);
+// The same over any source of batches: next_batch fills (B, C, H, W) uint8 images and (B) labels,
+// false at the end.
+EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
+                    int num_classes, const StepOptions& options, EvalOptions* eval = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // The run (`frugal train`)

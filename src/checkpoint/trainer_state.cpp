@@ -1,5 +1,6 @@
 // Optimizer and RNG state as named tensors, so a resumed run continues bit for bit.
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 
 #include "frugal/checkpoint.h"
 #include "frugal/error.h"
@@ -88,6 +89,21 @@ torch::Tensor cpu_rng_state() {
 
 void set_cpu_rng_state(const torch::Tensor& state) {
   auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// Through the accelerator hooks, so this file needs no CUDA headers and links without CUDA.
+torch::Tensor device_rng_state(const torch::Device& device) {
+  if (!device.is_cuda() || !at::globalContext().hasCUDA()) return {};
+  auto gen = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_device_rng_state(const torch::Device& device, const torch::Tensor& state) {
+  if (!device.is_cuda() || !at::globalContext().hasCUDA() || !state.defined()) return;
+  auto gen = at::globalContext().defaultGenerator(device);
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
 }

@@ -3,14 +3,18 @@
 // (its stream synchronised) before next() hands it out.
 #include "frugal/gpu_loader.h"
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "data/oom.h"
 #include "frugal/archive.h"
 #include "frugal/error.h"
+#include "frugal/progress.h"
 #include "gpu/plan.h"
 
 #if FRUGAL_WITH_NVJPEG
@@ -71,6 +75,15 @@ gpu::Normalisation normalisation(const GpuOutputOptions& o, int channels) {
   return n;
 }
 
+// frugal_gpu's device memory (decode arena, uploads, nvJPEG's buffers) from PyTorch's caching
+// allocator: capped by --gpu-memory with the rest, reused without cudaFree's device-wide stall.
+void* torch_alloc(std::size_t bytes, cudaStream_t stream) {
+  return c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(bytes, stream);
+}
+void torch_free(void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); }
+
+void release_device_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
 std::string percent(double f) {
   std::ostringstream s;
   s << f * 100 << "%";
@@ -98,9 +111,21 @@ struct GpuLoader::State {
   std::string first_error, backend;
   std::vector<std::thread> threads;
 
+  std::function<void(std::int64_t)> before_build;
+  std::atomic<bool> oom_noted{false};
+  std::atomic<std::uint64_t> allocation_failures_noted{0};
+
   void worker();
-  Result build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples);
+  // on_host: everything decoded on the CPU and the batch left in host memory, for when the GPU
+  // has no memory to spare for it (TrainStep moves it, as it does the CPU Loader's).
+  Result build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples, bool on_host);
+  void note_oom(const std::string& what);
 };
+
+void GpuLoader::State::note_oom(const std::string& what) {
+  if (!oom_noted.exchange(true))
+    note("out of GPU memory in the GPU loader (" + what + "): such batches are decoded on the CPU (said once)");
+}
 
 namespace {
 
@@ -117,13 +142,13 @@ struct Item {
 
 }  // namespace
 
-Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples) {
+Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples, bool on_host) {
   const int S = transform.image_size, C = data->channels();
   c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(output.device));
   if (!w.stream) w.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(output.device));
   c10::cuda::CUDAStreamGuard stream_guard(*w.stream);
   cudaStream_t stream = w.stream->stream();
-  if (!w.decoder) {
+  if (!w.decoder && !on_host) {
     w.decoder = std::make_unique<gpu::JpegDecoder>(stream);
     std::lock_guard<std::mutex> lock(mu);
     backend = w.decoder->backend();
@@ -166,6 +191,7 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
       bad_image(idx, e);
       continue;
     }
+    if (on_host) it.cpu = true;
     if (it.cpu) it.jpeg = {};
     items.push_back(std::move(it));
   }
@@ -177,7 +203,21 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
       jpegs.push_back(items[k].jpeg);
       jpeg_item.push_back(k);
     }
-  const auto& decoded = w.decoder->decode(jpegs, C);
+  // An arena that cannot grow: free the cache and try again, then leave this batch to the CPU.
+  std::vector<gpu::DeviceImage> none;
+  bool decode_failed = false;
+  using Decoded = std::vector<gpu::DeviceImage>;
+  const Decoded& decoded = jpegs.empty() ? none
+                                         : *retry_after_oom<const Decoded*>(
+                                               [&] { return &w.decoder->decode(jpegs, C); }, release_device_cache,
+                                               [&] {
+                                                 none.assign(jpegs.size(), gpu::DeviceImage{});
+                                                 return &none;
+                                               },
+                                               &decode_failed);
+  if (decode_failed) note_oom("decode buffers");
+  if (std::uint64_t f = w.decoder ? w.decoder->allocation_failures() : 0; f > 0 && allocation_failures_noted.exchange(f) == 0)
+    note_oom("nvJPEG's buffers");
   for (std::size_t j = 0; j < jpegs.size(); ++j) {
     Item& it = items[jpeg_item[j]];
     const gpu::DeviceImage& d = decoded[j];
@@ -210,11 +250,27 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
     kept.push_back(std::move(it));
   }
   const auto n = static_cast<std::int64_t>(kept.size());
+  if (on_host) {
+    r.labels = torch::empty({n}, torch::kInt64);
+    std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
+    for (std::size_t k = 0; k < kept.size(); ++k) labels[k] = data->label(kept[k].idx);
+    // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies here).
+    auto images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8).permute({0, 3, 1, 2})
+                      .clone(torch::MemoryFormat::Contiguous);
+    if (output.dtype != torch::kByte) {
+      gpu::Normalisation norm = normalisation(output, C);
+      auto mean = torch::tensor(std::vector<float>(norm.mean, norm.mean + C)).view({1, C, 1, 1});
+      auto inv_std = torch::tensor(std::vector<float>(norm.inv_std, norm.inv_std + C)).view({1, C, 1, 1});
+      images = ((images.to(torch::kFloat32) / 255.0f - mean) * inv_std).to(output.dtype);
+    }
+    r.images = images;
+    return r;
+  }
   auto dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(output.device));
   r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(output.dtype).device(dev));
   r.labels = torch::empty({n}, torch::kInt64);
   if (n == 0) return r;
-  auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1)));
+  auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1), stream));
   if (!host.empty())
     gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
   std::vector<gpu::ResizeJob> jobs(kept.size());
@@ -223,7 +279,7 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
     jobs[k] = kept[k].cpu ? gpu::identity_job(uploads + kept[k].upload, S, C) : kept[k].plan.job;
     labels[k] = data->label(kept[k].idx);
   }
-  auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob)));
+  auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob), stream));
   gpu::check_cuda(cudaMemcpyAsync(dev_jobs, jobs.data(), jobs.size() * sizeof(gpu::ResizeJob), cudaMemcpyHostToDevice,
                                   stream),
                   "cudaMemcpyAsync");
@@ -250,7 +306,16 @@ void GpuLoader::State::worker() {
     lock.unlock();
     Result r;
     try {
-      r = build(w, ep, samples);
+      // Training holds most of the device: a batch that finds no memory is retried once after the
+      // cache is freed, then built on the CPU, rather than failing the run from a worker thread.
+      bool on_host = false;
+      r = retry_after_oom<Result>(
+          [&] {
+            if (before_build) before_build(k);
+            return build(w, ep, samples, false);
+          },
+          release_device_cache, [&] { return build(w, ep, samples, true); }, &on_host);
+      if (on_host) note_oom("batch " + std::to_string(k));
     } catch (...) {
       r.error = std::current_exception();
     }
@@ -270,6 +335,7 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
     fail(ErrorKind::usage, "GpuLoader", "a positive batch size and image size",
          std::to_string(options.batch_size) + " and " + std::to_string(options.image_size), "");
   select_decode("gpu", *dataset);  // throws, naming what is missing
+  gpu::set_device_allocator({torch_alloc, torch_free});
   if (output.dtype != torch::kByte && output.dtype != torch::kFloat && output.dtype != torch::kHalf)
     fail(ErrorKind::usage, "GpuLoader", "uint8, float32 or float16 output", std::string(c10::toString(output.dtype)), "");
   options.workers = std::max(1, options.workers);
@@ -351,8 +417,9 @@ std::optional<Batch> GpuLoader::next() {
     if (r.images.size(0) == 0) continue;
     // The batch was made on a worker's stream; the caller's stream now uses it, so the caching
     // allocator must not hand its memory back to the worker's stream before the caller is done.
-    c10::cuda::CUDACachingAllocator::recordStream(r.images.storage().data_ptr(),
-                                                  c10::cuda::getCurrentCUDAStream(r.images.device().index()));
+    if (r.images.is_cuda())
+      c10::cuda::CUDACachingAllocator::recordStream(r.images.storage().data_ptr(),
+                                                    c10::cuda::getCurrentCUDAStream(r.images.device().index()));
     Batch b;
     b.images = std::move(r.images);
     b.labels = std::move(r.labels);
@@ -379,6 +446,11 @@ std::string GpuLoader::backend() const {
   return state_->backend;
 }
 
+void GpuLoader::set_before_build(std::function<void(std::int64_t)> hook) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->before_build = std::move(hook);
+}
+
 #else  // no nvJPEG in this build: the constructor explains, nothing else is reachable
 
 struct GpuLoader::State {};
@@ -396,6 +468,7 @@ std::uint64_t GpuLoader::samples_seen() const { return 0; }
 std::uint64_t GpuLoader::samples_bad() const { return 0; }
 std::uint64_t GpuLoader::cpu_decoded() const { return 0; }
 std::string GpuLoader::backend() const { return ""; }
+void GpuLoader::set_before_build(std::function<void(std::int64_t)>) {}
 
 #endif
 

@@ -221,6 +221,30 @@ std::uint64_t Loader::samples_bad() const {
   return static_cast<std::uint64_t>(state_->bad);
 }
 
+namespace {
+
+// (1, C, 1, 1) float32 statistics on `device`, made once: a fresh torch::tensor(...).to(cuda) per
+// micro-step is a synchronous copy from pageable memory, a host stall on every step. Leaked on
+// purpose: CUDA tensors must not be freed by static destructors after the driver shut down.
+torch::Tensor on_device(const std::vector<float>& values, std::int64_t C, const torch::Device& device) {
+  struct Entry {
+    torch::Device device;
+    std::vector<float> values;
+    torch::Tensor tensor;
+  };
+  static std::mutex mu;
+  static auto* cache = new std::vector<Entry>();
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : *cache)
+    if (e.device == device && e.values == values) return e.tensor;
+  auto t = torch::tensor(values, torch::kFloat32).view({1, C, 1, 1}).to(device);
+  if (cache->size() >= 16) cache->erase(cache->begin());  // a run uses one or two
+  cache->push_back({device, values, t});
+  return t;
+}
+
+}  // namespace
+
 torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>& mean, const std::vector<float>& std) {
   TORCH_CHECK(images_u8.dim() == 4, "normalize: expected (B, C, H, W), got ", images_u8.sizes());
   const std::int64_t C = images_u8.size(1);
@@ -239,7 +263,7 @@ torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>
              std::to_string(v.size()), "");
       }
     }
-    return torch::tensor(x, torch::kFloat32).view({1, C, 1, 1}).to(images_u8.device());
+    return on_device(x, C, images_u8.device());
   };
   torch::Tensor m = stat(mean, "mean"), s = stat(std, "std");
   return images_u8.to(torch::kFloat32).div_(255.0f).sub_(m).div_(s);

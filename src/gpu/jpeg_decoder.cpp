@@ -4,6 +4,7 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "frugal/error.h"
 #include "gpu/cuda_util.h"
@@ -33,11 +34,42 @@ void check(nvjpegStatus_t s, const char* call) {
                                    "; use --decode cpu to decode on the CPU");
 }
 
+// nvJPEG's device memory from device_allocator() (PyTorch's caching allocator in frugal-torch).
+// Called through C: no exception may leave; a failure is nvJPEG's NVJPEG_STATUS_ALLOCATOR_FAILURE.
+int device_malloc(void*, void** ptr, std::size_t size, cudaStream_t stream) {
+  try {
+    *ptr = device_allocator().alloc(size, stream);
+    return 0;
+  } catch (...) {
+    *ptr = nullptr;
+    return 1;
+  }
+}
+int device_free(void*, void* ptr, std::size_t, cudaStream_t) {
+  device_allocator().free(ptr);
+  return 0;
+}
+nvjpegDevAllocatorV2_t device_hooks{device_malloc, device_free, nullptr};
+// Pinned host memory as nvJPEG's default allocator makes it (given, so that the V2 call gets both).
+int pinned_malloc(void*, void** ptr, std::size_t size, cudaStream_t) {
+  return cudaHostAlloc(ptr, size, cudaHostAllocDefault) == cudaSuccess ? 0 : 1;
+}
+int pinned_free(void*, void* ptr, std::size_t, cudaStream_t) { return cudaFreeHost(ptr) == cudaSuccess ? 0 : 1; }
+nvjpegPinnedAllocatorV2_t pinned_hooks{pinned_malloc, pinned_free, nullptr};
+
+// GPUs without the hardware JPEG engine (T4, V100, consumer cards) decode batches on nvJPEG's
+// GPU_HYBRID backend; FRUGAL_NVJPEG_BACKEND=hybrid makes an A100/H100 take that path too, so that
+// a check on one runs it.
+bool force_hybrid() {
+  const char* v = std::getenv("FRUGAL_NVJPEG_BACKEND");
+  return v && std::string(v) == "hybrid";
+}
+
 struct Codec {
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegState_t state = nullptr;
   bool create(nvjpegBackend_t backend) {
-    if (nvjpegCreateEx(backend, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) {
+    if (nvjpegCreateExV2(backend, &device_hooks, &pinned_hooks, 0, &handle) != NVJPEG_STATUS_SUCCESS) {
       handle = nullptr;
       return false;
     }
@@ -55,7 +87,8 @@ struct Codec {
 struct JpegDecoder::Impl {
   cudaStream_t stream = nullptr;
   Codec batched, single;
-  bool hardware = false;
+  bool hardware = false, hybrid = false;
+  std::uint64_t allocation_failures = 0;
   nvjpegJpegStream_t parsed = nullptr;  // for the hardware engine's per-image support check
   int initialized_batch = -1, initialized_format = -1;
   DeviceBuffer arena;
@@ -72,22 +105,24 @@ struct JpegDecoder::Impl {
 JpegDecoder::JpegDecoder(cudaStream_t stream) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.stream = stream;
-  m.hardware = m.batched.create(NVJPEG_BACKEND_HARDWARE);
+  m.hybrid = force_hybrid();
+  m.hardware = !m.hybrid && m.batched.create(NVJPEG_BACKEND_HARDWARE);
   if (m.hardware) {
     check(nvjpegJpegStreamCreate(m.batched.handle, &m.parsed), "nvjpegJpegStreamCreate");
   } else if (!m.batched.create(NVJPEG_BACKEND_GPU_HYBRID)) {
-    check(nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, 0, &m.batched.handle), "nvjpegCreateEx");
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_GPU_HYBRID, &device_hooks, &pinned_hooks, 0, &m.batched.handle), "nvjpegCreateExV2");
   }
   if (!m.single.create(NVJPEG_BACKEND_DEFAULT))
-    check(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &m.single.handle), "nvjpegCreateEx");
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &device_hooks, &pinned_hooks, 0, &m.single.handle), "nvjpegCreateExV2");
 }
 
 JpegDecoder::~JpegDecoder() {
   if (impl_->parsed) nvjpegJpegStreamDestroy(impl_->parsed);
 }
 
-const char* JpegDecoder::backend() const { return impl_->hardware ? "hardware" : "cuda"; }
+const char* JpegDecoder::backend() const { return impl_->hardware ? "hardware" : impl_->hybrid ? "cuda (forced)" : "cuda"; }
 std::uint64_t JpegDecoder::images_left_to_cpu() const { return impl_->left_to_cpu; }
+std::uint64_t JpegDecoder::allocation_failures() const { return impl_->allocation_failures; }
 
 bool JpegDecoder::Impl::batch_supported(std::span<const std::uint8_t> jpeg) {
   if (!hardware) return true;
@@ -102,6 +137,7 @@ void JpegDecoder::Impl::decode_single(std::span<const std::uint8_t> jpeg, nvjpeg
                                       nvjpegImage_t& dest, DeviceImage& img) {
   nvjpegStatus_t s = nvjpegDecode(single.handle, single.state, jpeg.data(), jpeg.size(), format, &dest, stream);
   img.ok = s == NVJPEG_STATUS_SUCCESS;
+  if (s == NVJPEG_STATUS_ALLOCATOR_FAILURE) ++allocation_failures;
   if (!img.ok) img.why = std::string("nvJPEG: ") + status_name(s);
 }
 
@@ -160,7 +196,7 @@ const std::vector<DeviceImage>& JpegDecoder::decode(const std::vector<std::span<
     total += (static_cast<std::size_t>(img.pitch) * img.height + 255) / 256 * 256;
   }
   check_cuda(cudaStreamSynchronize(m.stream), "cudaStreamSynchronize");  // the arena may move
-  auto* base = static_cast<std::uint8_t*>(m.arena.reserve(std::max<std::size_t>(total, 256)));
+  auto* base = static_cast<std::uint8_t*>(m.arena.reserve(std::max<std::size_t>(total, 256), m.stream));
   std::vector<nvjpegImage_t> dest(jpegs.size());
   std::vector<std::size_t> batch;
   for (std::size_t i = 0; i < jpegs.size(); ++i) {

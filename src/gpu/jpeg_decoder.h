@@ -32,7 +32,9 @@ class JpegDecoder {
   JpegDecoder(const JpegDecoder&) = delete;
   JpegDecoder& operator=(const JpegDecoder&) = delete;
 
-  const char* backend() const;  // "hardware" or "cuda"
+  // "hardware", "cuda" (nvJPEG's GPU_HYBRID backend), or "cuda (forced)" when
+  // FRUGAL_NVJPEG_BACKEND=hybrid kept a GPU with the hardware engine off it (checks of the T4 path).
+  const char* backend() const;
 
   // Decodes to `channels` (1: luma, 3: RGB) interleaved images, valid until the next call and
   // only once `stream` has been synchronised. Four-component (CMYK/YCCK) JPEGs are left to the
@@ -40,6 +42,8 @@ class JpegDecoder {
   const std::vector<DeviceImage>& decode(const std::vector<std::span<const std::uint8_t>>& jpegs, int channels);
 
   std::uint64_t images_left_to_cpu() const;
+  // Images nvJPEG gave up on because device_allocator() found no memory (left to the CPU too).
+  std::uint64_t allocation_failures() const;
 
  private:
   struct Impl;

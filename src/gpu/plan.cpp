@@ -89,6 +89,25 @@ const char* to_string(DecodeMode mode) {
   return "?";
 }
 
+std::string missing_kernels(const GpuAvailability& g, const BuildArchs& archs, const std::string& whose) {
+  GpuInfo info;
+  info.name = g.device_name;
+  info.major = g.major;
+  info.minor = g.minor;
+  BuildInfo build;
+  build.archs = archs;
+  if (judge_gpu(info, DriverInfo{}, build).usable) return "";
+  auto list = [](const std::vector<int>& a) {
+    std::string s;
+    for (int x : a) s += (s.empty() ? "sm_" : " sm_") + std::to_string(x);
+    return s;
+  };
+  std::string have = list(archs.sass);
+  if (!archs.ptx.empty()) have += (have.empty() ? "PTX " : ", PTX ") + list(archs.ptx);
+  return whose + " has kernels for " + have + ", not for this GPU's sm_" + std::to_string(g.major * 10 + g.minor) +
+         " (" + g.device_name + ")";
+}
+
 DecodeChoice choose_decode(DecodeMode mode, const GpuAvailability& g, bool small_images) {
   if (mode == DecodeMode::cpu) return {false, "cpu (--decode cpu)"};
   std::string missing, hint;
@@ -101,6 +120,13 @@ DecodeChoice choose_decode(DecodeMode mode, const GpuAvailability& g, bool small
   } else if (g.devices == 0) {
     missing = "no CUDA device" + (g.problem.empty() ? std::string() : " (" + g.problem + ")");
     hint = "run on a machine with an NVIDIA GPU and driver, or use --decode cpu";
+  } else if (std::string why = missing_kernels(g, g.torch_archs, "LibTorch"); !why.empty()) {
+    missing = why;
+    hint = "run `frugal doctor` for a LibTorch that supports this GPU, or use --decode cpu";
+  } else if (std::string why2 = missing_kernels(g, g.kernel_archs, "frugal's resize kernel"); !why2.empty()) {
+    missing = why2;
+    hint = "rebuild frugal with FRUGAL_CUDA_ARCHITECTURES including " + std::to_string(g.major * 10 + g.minor) +
+           " (docs/gpu.md), or use --decode cpu";
   } else if (small_images) {
     missing = "images of 64 px or less (their padded-crop transforms run on the CPU only)";
     hint = "use --decode cpu; decoding such small images is cheap on the CPU";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "frugal/doctor.h"
 #include "frugal/image.h"
 #include "gpu/resize_math.h"
 
@@ -37,9 +38,23 @@ struct GpuAvailability {
   bool nvjpeg_built = false;  // linked against nvJPEG
   int devices = 0;
   std::string device_name;    // of device 0
+  int major = 0, minor = 0;   // device 0's compute capability
   std::string problem;        // why devices is 0, from the CUDA runtime
+  BuildArchs kernel_archs;    // frugal's own kernels (the resize kernel, in this executable)
+  BuildArchs torch_archs;     // LibTorch's (libtorch_cuda.so); empty lists: not known
 };
 GpuAvailability probe_gpu();
+
+// The kernel architectures in the .nv_fatbin section of a loaded ELF object: the executable when
+// `library` is empty, else the first loaded library whose path contains it. Parsed where the
+// loader mapped it, so only its headers are touched (libtorch_cuda.so's section is ~300 MB).
+// Empty lists when there is no such object or section.
+BuildArchs loaded_fatbin_archs(const std::string& library);
+
+// The doctor's verdict (judge_gpu) for device 0 and `archs`: "" when it runs them or the list is
+// unknown (empty), else why not, e.g. "LibTorch has kernels for sm_75 sm_80 ..., not this GPU's
+// sm_61". `whose` names the code ("LibTorch", "frugal's resize kernel").
+std::string missing_kernels(const GpuAvailability& gpu, const BuildArchs& archs, const std::string& whose);
 
 struct DecodeChoice {
   bool gpu = false;

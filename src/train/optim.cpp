@@ -6,6 +6,39 @@
 
 namespace frugal {
 
+namespace {
+
+// LibTorch creates AdamW's moments (and SGD's momentum) on a parameter's first step, one
+// parameter after another: an out-of-memory there leaves the earlier ones stepped. Created here,
+// the first step allocates no state. Equal to the lazy state: AdamW starts from step 0 and zero
+// moments; SGD (dampening 0) from 0 * momentum + gradient, which is the gradient its lazy start
+// clones. Memory formats follow the parameters (channels-last stays channels-last).
+void create_state(torch::optim::Optimizer& optimizer) {
+  torch::NoGradGuard no_grad;
+  auto& state = optimizer.state();
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) {
+      void* key = p.unsafeGetTensorImpl();
+      if (state.count(key)) continue;
+      auto zeros = [&] { return torch::zeros_like(p, torch::MemoryFormat::Preserve); };
+      if (auto* adamw = dynamic_cast<torch::optim::AdamWOptions*>(&group.options())) {
+        auto s = std::make_unique<torch::optim::AdamWParamState>();
+        s->step(0);
+        s->exp_avg(zeros());
+        s->exp_avg_sq(zeros());
+        if (adamw->amsgrad()) s->max_exp_avg_sq(zeros());
+        state[key] = std::move(s);
+      } else if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&group.options());
+                 sgd && sgd->momentum() != 0 && sgd->dampening() == 0) {
+        auto s = std::make_unique<torch::optim::SGDParamState>();
+        s->momentum_buffer(zeros());
+        state[key] = std::move(s);
+      }
+    }
+}
+
+}  // namespace
+
 OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
   OptimizerSetup setup;
   std::vector<torch::Tensor> decay, no_decay;
@@ -43,6 +76,7 @@ OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
     groups.emplace_back(no_decay, opts(0.0));
     setup.optimizer = std::make_unique<torch::optim::SGD>(std::move(groups), SGDOptions(o.lr));
   }
+  create_state(*setup.optimizer);
   return setup;
 }
 

@@ -101,6 +101,7 @@ class Run {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<TrainStep> step_;
   StepOptions step_options_;
+  EvalOptions eval_options_;  // the evaluation chunk that fits, kept across epochs
   std::unique_ptr<Loader> train_loader_, val_loader_;
   std::unique_ptr<GpuLoader> gpu_train_loader_;  // instead of train_loader_ with --decode gpu
   std::unique_ptr<CheckpointManager> manager_;
@@ -156,9 +157,8 @@ void Run::build_model() {
   info_.mean = default_mean(c_.model, info_.channels);
   info_.std = default_std(c_.model, info_.channels);
 
-  device_ = pick_device(c_.device);
-  amp_ = c_.amp == "auto" ? auto_amp(device_) : parse_amp(c_.amp);
-  if (!c_.gpu_memory.empty()) limit_gpu_memory(device_, parse_size(c_.gpu_memory));
+  std::tie(device_, amp_) = resolve_device(c_.device, c_.amp);
+  if (!c_.gpu_memory.empty()) note(limit_gpu_memory(device_, parse_size(c_.gpu_memory)));
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
   // On the CPU `auto` stays fp32 (results comparable across machines); say when bf16 would pay.
   if (!device_.is_cuda() && amp_ == AmpMode::off && c_.amp == "auto" && cpu_has_native_bf16())
@@ -247,6 +247,9 @@ void Run::resume() {
     if (auto* t = ck.find_state(k)) scaler_state[k] = *t;
   scaler_->load_state(scaler_state);
   if (auto* rng = ck.find_state("rng.cpu")) set_cpu_rng_state(*rng);
+  // Dropout and stochastic depth on the GPU draw from its generator: without it resuming is exact
+  // only on the CPU.
+  if (auto* rng = ck.find_state("rng.cuda"); rng && device_.is_cuda()) set_device_rng_state(device_, *rng);
   global_step_ = ck.step;
   start_epoch_ = ck.loader.value("epoch", ck.epoch);
   start_position_ = ck.loader.value("position", std::int64_t{0});
@@ -264,6 +267,7 @@ Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position,
   ck.state = optimizer_state(*opt_.optimizer, param_names(opt_));
   for (auto& [k, v] : scaler_->state()) ck.state.emplace_back(k, v);
   ck.state.emplace_back("rng.cpu", cpu_rng_state());
+  if (auto rng = device_rng_state(device_); rng.defined()) ck.state.emplace_back("rng.cuda", rng);
   ck.epoch = epochs_done;
   ck.step = global_step_;
   ck.loader = {{"epoch", loader_epoch}, {"position", position}};
@@ -390,7 +394,7 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
 
 void Run::end_of_epoch(std::int64_t epoch) {
   auto t0 = std::chrono::steady_clock::now();
-  EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_);
+  EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (deadline_) deadline_->record_eval(secs);
   last_val_accuracy_ = e.accuracy;

@@ -8,6 +8,7 @@
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
+#include "data/oom.h"
 #include "train/device.h"
 
 namespace frugal {
@@ -19,6 +20,28 @@ torch::Tensor prepare(const torch::Tensor& images, const StepOptions& o) {
   x = normalize(x, o.mean, o.std);
   if (o.channels_last) x = as_channels_last(x);
   return x;
+}
+
+// What optimizer.step() changes in place, per parameter: the parameter's and its state tensors'
+// version counters (bumped by every in-place write, grad mode or not) and AdamW's step count.
+// Equal before and after a failed step() means nothing was stepped and the step can be redone.
+std::vector<std::int64_t> optimizer_versions(torch::optim::Optimizer& optimizer) {
+  std::vector<std::int64_t> v;
+  auto& state = optimizer.state();
+  v.push_back(static_cast<std::int64_t>(state.size()));
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) {
+      v.push_back(p._version());
+      auto it = state.find(p.unsafeGetTensorImpl());
+      if (it == state.end()) continue;
+      auto version = [](const torch::Tensor& t) { return t.defined() ? t._version() : -1; };
+      if (auto* a = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+        v.insert(v.end(), {a->step(), version(a->exp_avg()), version(a->exp_avg_sq()), version(a->max_exp_avg_sq())});
+      } else if (auto* m = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+        v.push_back(version(m->momentum_buffer()));
+      }
+    }
+  return v;
 }
 
 }  // namespace
@@ -77,7 +100,19 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   bool finite = scaler_.unscale(params);
   if (finite) {
     if (options_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
-    optimizer_.step();
+    auto before = optimizer_versions(optimizer_);
+    try {
+      if (before_optimizer_step) before_optimizer_step();
+      optimizer_.step();
+    } catch (const c10::Error& e) {
+      // Redoing a step that updated some parameters would update them twice.
+      if (is_out_of_memory(e) && optimizer_versions(optimizer_) != before)
+        fail(ErrorKind::budget, "GPU memory", "room for the optimizer step",
+             "out of memory after it had updated some parameters, so it cannot be redone",
+             "run the same command again to resume from the last checkpoint (with a larger --gpu-memory, or "
+             "--grad-checkpoint, if this recurs)");
+      throw;
+    }
   }
   scaler_.update();
   result.skipped = !finite;
@@ -97,7 +132,9 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
       StepResult r = attempt(batches);
       r.oom_recovered = recovered;
       return r;
-    } catch (const c10::OutOfMemoryError& e) {
+    } catch (const c10::Error& e) {
+      // cuBLAS/cuDNN workspace failures arrive as plain c10::Error: the same remedy applies.
+      if (!is_out_of_memory(e)) throw;
       optimizer_.zero_grad(/*set_to_none=*/true);
       {
         torch::NoGradGuard no_grad;
@@ -126,7 +163,21 @@ nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) cons
   return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
 }
 
-EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options) {
+EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options, EvalOptions* eval) {
+  loader.start(0, 0);
+  return evaluate(model, [&](torch::Tensor& images, torch::Tensor& labels) {
+    auto b = loader.next();
+    if (!b) return false;
+    images = b->images;
+    labels = b->labels;
+    return true;
+  }, num_classes, options, eval);
+}
+
+EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch, int num_classes,
+                    const StepOptions& options, EvalOptions* eval) {
+  EvalOptions local;
+  EvalOptions& e = eval ? *eval : local;
   torch::NoGradGuard no_grad;
   bool was_training = model.is_training();
   model.eval();
@@ -134,20 +185,46 @@ EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOpt
   auto loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
   auto correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
   auto count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
-  loader.start(0, 0);
-  while (auto batch = loader.next()) {
-    auto x = prepare(batch->images, options);
-    auto y = batch->labels.to(options.device, /*non_blocking=*/true);
-    torch::Tensor logits;
-    {
-      AutocastGuard autocast(options.device.type(), options.amp);
-      logits = model.forward(x).to(torch::kFloat32);
+  std::int64_t forwards = 0;
+  torch::Tensor batch_images, batch_labels;
+  while (next_batch(batch_images, batch_labels)) {
+    const std::int64_t n = batch_images.size(0);
+    for (std::int64_t start = 0; start < n;) {
+      const std::int64_t end = e.micro_batch > 0 ? std::min(n, start + e.micro_batch) : n;
+      try {
+        if (e.before_forward) e.before_forward(forwards);
+        ++forwards;
+        auto x = prepare(batch_images.slice(0, start, end), options);
+        auto y = batch_labels.slice(0, start, end).to(options.device, /*non_blocking=*/true);
+        torch::Tensor logits;
+        {
+          AutocastGuard autocast(options.device.type(), options.amp);
+          logits = model.forward(x).to(torch::kFloat32);
+        }
+        // Every temporary first: a chunk that runs out of memory must add nothing.
+        auto loss = torch::nn::functional::cross_entropy(
+            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kFloat64);
+        auto hit = (logits.argmax(1) == y).to(torch::kInt64);
+        auto ones = torch::ones_like(y);
+        loss_sum += loss;
+        correct.index_add_(0, y, hit);
+        count.index_add_(0, y, ones);
+        start = end;
+      } catch (const c10::Error& err) {
+        // Evaluation batches are >= 256 samples: more than a training micro-batch that fits.
+        if (!is_out_of_memory(err)) throw;
+        empty_device_cache(options.device);
+        const std::int64_t chunk = end - start;
+        if (chunk <= 1)
+          fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
+               "use a smaller --image-size or model, or a larger --gpu-memory");
+        e.micro_batch = chunk / 2;
+        if (!e.oom_noted)
+          note("out of GPU memory evaluating " + std::to_string(chunk) + " images at once; continuing with " +
+               std::to_string(e.micro_batch));
+        e.oom_noted = true;
+      }
     }
-    loss_sum += torch::nn::functional::cross_entropy(
-        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kFloat64);
-    auto hit = (logits.argmax(1) == y).to(torch::kInt64);
-    correct.index_add_(0, y, hit);
-    count.index_add_(0, y, torch::ones_like(y));
   }
   model.train(was_training);
   EvalResult r;

@@ -135,6 +135,35 @@ TEST(GpuDecodeChoice, GpuThatCannotBeHonouredIsAUsageErrorNamingWhatIsMissing) {
   EXPECT_TRUE(gpu::choose_decode(gpu::DecodeMode::gpu, full_gpu(), false).gpu);
 }
 
+// The doctor's verdict, for frugal's own kernel and for LibTorch's: a T4 (sm_75) with a resize
+// kernel built for sm_90 only would fail at the first batch ("no kernel image").
+TEST(GpuDecodeChoice, AutoTakesTheCpuWhenFrugalsOrLibTorchsKernelsDoNotCoverTheGpu) {
+  gpu::GpuAvailability t4 = full_gpu();
+  t4.device_name = "Tesla T4";
+  t4.major = 7;
+  t4.minor = 5;
+  t4.kernel_archs = {{90}, {}};
+  auto c = gpu::choose_decode(gpu::DecodeMode::automatic, t4, false);
+  EXPECT_FALSE(c.gpu);
+  EXPECT_NE(c.reason.find("resize kernel"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("sm_75"), std::string::npos) << c.reason;
+  EXPECT_THROW(gpu::choose_decode(gpu::DecodeMode::gpu, t4, false), Error);
+
+  t4.kernel_archs = {{75, 90}, {}};
+  EXPECT_TRUE(gpu::choose_decode(gpu::DecodeMode::automatic, t4, false).gpu);
+  t4.kernel_archs = {{}, {70}};  // PTX the driver compiles for newer GPUs
+  EXPECT_TRUE(gpu::choose_decode(gpu::DecodeMode::automatic, t4, false).gpu);
+
+  gpu::GpuAvailability p100 = full_gpu();
+  p100.major = 6;
+  p100.minor = 0;
+  p100.kernel_archs = {{60}, {}};
+  p100.torch_archs = {{75, 80, 90}, {90}};
+  c = gpu::choose_decode(gpu::DecodeMode::automatic, p100, false);
+  EXPECT_FALSE(c.gpu);
+  EXPECT_NE(c.reason.find("LibTorch"), std::string::npos) << c.reason;
+}
+
 TEST(GpuDecodeChoice, ModeNamesAreCheckedAndRoundTrip) {
   for (const char* m : {"cpu", "gpu", "auto"}) EXPECT_STREQ(gpu::to_string(gpu::parse_decode_mode(m)), m);
   EXPECT_THROW(gpu::parse_decode_mode("cuda"), Error);
