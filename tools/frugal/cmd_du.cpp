@@ -87,8 +87,8 @@ int cmd_du(int argc, char** argv) {
     std::fprintf(out, "frugal clean %s would free at most %s (temporaries still being written are kept)\n",
                  dir.c_str(), format_size(reclaimable_total + usage.temporary).c_str());
   if (usage.partial)
-    std::fprintf(out, "partial      %12s of interrupted joins, kept: rerun their frugal join to finish them\n",
-                 format_size(usage.partial).c_str());
+    std::fprintf(out, "partial: interrupted joins, never removed; frugal clean %s lists how to finish them\n",
+                 dir.c_str());
   return 0;
 }
 
