@@ -4,6 +4,9 @@
 #   debs/    the Debian packages frugal builds and links against (apt-get download), which the
 #            check unpacks with dpkg -x into a private prefix (never into /)
 #   nvjpeg/  nvJPEG's header and library from .venv (PyPI's nvidia-nvjpeg, scripts/setup.sh)
+#   bin/     frugal-torch, test_gpu and gpu_train_step from build/ (built here against the same
+#            torch wheel; `fb frugal-torch test_gpu gpu_train_step` first), stripped: the check
+#            then spends no time building (a LibTorch build does not fit in its 10 minutes)
 # and checks that what travels stays well under the 64 MiB limit. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +37,19 @@ if [ -z "$nv" ] || [ ! -f "$nv/include/nvjpeg.h" ]; then
 fi
 cp -u "$nv/include/nvjpeg.h" "$carry/nvjpeg/include/"
 cp -u "$nv"/lib/libnvjpeg.so.* "$carry/nvjpeg/lib/"
+
+mkdir -p "$carry/bin"
+for b in build/bin/frugal-torch build/tests/test_gpu build/bin/gpu_train_step; do
+  [ -x "$b" ] || b=$(find build -name "$(basename "$b")" -type f -perm -u+x 2>/dev/null | head -1)
+  if [ -z "$b" ] || [ ! -x "$b" ]; then
+    say "no $(basename "$b") in build/: the check will build there (slow); build it here first"
+    continue
+  fi
+  if [ ! "$carry/bin/$(basename "$b")" -nt "$b" ]; then
+    strip -o "$carry/bin/$(basename "$b")" "$b"
+  fi
+done
+grep -q -- '-real;90\|;90' build/CMakeCache.txt 2>/dev/null || say "warning: build/ may lack sm_90 kernels (FRUGAL_CUDA_ARCHITECTURES)"
 
 carry_mib=$(du -sm "$carry" | cut -f1)
 tree_mib=$(git ls-files -co --exclude-standard -z | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)
