@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The README's notebook guide, run as written: the pack block (step 1) on tiny photos, then the
+# notebook cell (step 2) once per "session" until training finishes. Only the cell's edit-me lines
+# are replaced (paths under a scratch folder, this checkout as the repository, a small model, a
+# deadline of seconds); the build inside the cell runs as `make -n` (MAKEFLAGS=n), so the cell
+# trains with the frugal this build made, which is on PATH.
+set -u
+src=${FRUGAL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${FRUGAL_BINARY_DIR:-$src/build}/bin
+py=${FRUGAL_PYTHON:-$src/.venv/bin/python}
+[ -x "$bin/frugal-torch" ] || { echo "skip: frugal-torch not built"; exit 77; }
+"$py" -c 'import PIL, skimage' 2>/dev/null || { echo "skip: $py lacks PIL or scikit-image"; exit 77; }
+tmp=$(mktemp -d /tmp/frugal-notebook-test.XXXXXX)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+ok() { echo "ok   $*"; }
+
+# The fenced block after README's "<!-- notebook-guide: NAME -->", without its fences.
+block() {
+  awk -v name="$1" '
+    $0 == "<!-- notebook-guide: " name " -->" { on = 1; next }
+    on && $0 == "<!-- notebook-guide: end -->" { exit }
+    on && !/^```/ { print }' "$src/README.md"
+}
+block pack >"$tmp/pack.sh"
+block cell >"$tmp/cell.in"
+[ -s "$tmp/pack.sh" ] && [ -s "$tmp/cell.in" ] || { fail "README lacks the notebook-guide blocks"; exit 1; }
+
+# Step 1, on "your own machine": tiny photos, packed and split as the README says.
+mkdir -p "$tmp/own" "$tmp/working" "$tmp/tmpdisk"
+"$py" "$src/scripts/make-photos.py" "$tmp/own/photos" --count 120 --seed 3 >/dev/null || { fail "make-photos"; exit 1; }
+(cd "$tmp/own" && PATH="$bin:$PATH" bash -e "$tmp/pack.sh") >"$tmp/pack.log" 2>&1 &&
+  ok "step 1 (pack, verify) runs as written" || { fail "step 1: $(tail -5 "$tmp/pack.log")"; }
+cp -r "$tmp/own/upload" "$tmp/working/"  # the upload
+
+# Step 2: the cell with its edit-me lines replaced, and only those.
+head -1 "$tmp/cell.in" | grep -qx '%%bash' || fail "the cell does not start with %%bash"
+marker='# (edit the lines above; the rest stays as it is)'
+grep -qxF "$marker" "$tmp/cell.in" || { fail "the cell lacks its edit-me marker"; exit 1; }
+names=$(sed -n "2,/^# (edit the lines above/p" "$tmp/cell.in" | sed -n 's/^\([A-Z]*\)=.*/\1/p' | tr '\n' ' ')
+[ "$names" = "WORK TMPDISK REPO DATA TRAIN DEADLINE " ] && ok "edit-me lines: $names" || fail "edit-me lines are '$names'"
+{
+  echo "WORK=$tmp/working"
+  echo "TMPDISK=$tmp/tmpdisk"
+  echo "REPO=$src"
+  echo "DATA=upload/photos.zip.manifest.json"
+  echo 'TRAIN="--model cnn --epochs 6 --batch-size 16 --workers 1 --seed 2"'
+  echo "DEADLINE=${FRUGAL_TEST_NOTEBOOK_DEADLINE:-8s}"
+  sed -n "/^# (edit the lines above/,\$p" "$tmp/cell.in"
+} >"$tmp/cell.sh"
+
+finished=0 stopped=0 resumed=0
+for session in $(seq 20); do
+  (cd "$tmp" && env PATH="$bin:$PATH" MAKEFLAGS=n bash "$tmp/cell.sh") >"$tmp/s$session.log" 2>&1
+  rc=$?
+  log=$tmp/s$session.log
+  [ $rc -eq 0 ] || { fail "session $session: exit $rc"; tail -20 "$log"; break; }
+  grep -q "^resuming from" "$log" && resumed=$((resumed + 1))
+  if grep -qx "stopped in time and saved: run this cell again next session; it resumes" "$log"; then
+    stopped=$((stopped + 1))
+  elif grep -qx "training finished: go on with step 4" "$log"; then
+    finished=$session; break
+  else
+    fail "session $session: neither finished nor stopped"; tail -20 "$log"; break
+  fi
+done
+s1=$tmp/s1.log
+grep -q "ninja -C build -j [0-9]* frugal frugal-torch" "$s1" && grep -q "scripts/setup.sh" "$s1" &&
+  ok "the cell sets up and builds frugal and frugal-torch only" || { fail "build step"; head -20 "$s1"; }
+[ -f "$tmp/working/frugal/README.md" ] && ok "cloned into the persistent folder" || fail "no clone in WORK"
+grep -q "^LibTorch " "$s1" && ok "frugal doctor ran" || fail "no doctor report in session 1"
+[ "$finished" -gt 1 ] && ok "finished in session $finished" || fail "finished in session $finished (want > 1)"
+[ "$stopped" -ge 1 ] && [ "$resumed" -eq "$stopped" ] && ok "$stopped sessions stopped at the deadline (75), each next one resumed" ||
+  fail "stopped $stopped, resumed $resumed"
+[ -d "$tmp/working/runs/r18" ] && ok "the run is in the persistent folder" || fail "no runs/r18 in WORK"
+
+[ $fails -eq 0 ] && echo "notebook_guide: all passed" || echo "notebook_guide: $fails failed"
+[ $fails -eq 0 ]
