@@ -229,6 +229,7 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
 
 void scan_layout(DatasetShared& d) {
   const Archive& a = *d.archive;
+  refuse_duplicate_names(a);  // "d/f" and "d/./f": which sample, which label? (exit 3, both named)
   std::vector<Candidate> files, arrays;
   std::optional<std::size_t> csv;
   std::size_t csv_depth = 0;
