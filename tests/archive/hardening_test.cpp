@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <functional>
 #include <random>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -336,6 +339,96 @@ TEST(Hardening, APartTruncatedWhileMappedIsAnErrorNotSIGBUS) {
   EXPECT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 3);
+}
+
+// ---- the new behaviour beside the fixes (new API: no run against the old code) ----
+
+std::span<const std::uint8_t> span_of(const std::string& s) {
+  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
+}
+
+
+TEST(Hardening, TrainingRefusesDuplicatePathsNamingBoth) {
+  auto ar = Archive::open(memory_byte_source(build_zip({{"cat/1.png", "a"}, {"cat//1.png", "b"}, {"dog/", ""},
+                                                         {"dog", "file named like the folder"}}),
+                                             "dup.zip"),
+                          "dup.zip");
+  EXPECT_EQ(entry_problem(*ar, 1), "duplicate name (the same path as 'cat/1.png')");
+  EXPECT_EQ(entry_problem(*ar, 3), "duplicate name (the same path as 'dog/')");
+  std::string what = expect_error([&] { refuse_duplicate_names(*ar); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("'cat//1.png' and 'cat/1.png'"), std::string::npos) << what;
+  EXPECT_NE(what.find("'dog' and 'dog/'"), std::string::npos) << what;
+  // find() still looks names up as written.
+  EXPECT_EQ(ar->find("cat//1.png"), std::optional<std::size_t>(1));
+
+  auto clean = Archive::open(memory_byte_source(build_zip({{"a/", ""}, {"a/x", "1"}, {"b/x", "2"}}), "ok.zip"), "ok.zip");
+  refuse_duplicate_names(*clean);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(entry_problem(*clean, i), "");
+}
+
+TEST(Hardening, ALaterPlainNameCollidingWithAnEarlierOddOneIsTheDuplicate) {
+  auto ar = Archive::open(memory_byte_source(build_zip({{"./d/f", "1"}, {"d/f", "2"}}), "late.zip"), "late.zip");
+  EXPECT_EQ(entry_problem(*ar, 0), "");
+  EXPECT_EQ(entry_problem(*ar, 1), "duplicate name (the same path as './d/f')");
+}
+
+TEST(Hardening, GzippedIdxInSeveralMembersWithZeroPaddingReads) {
+  const std::string img = be32(0x803) + be32(2) + be32(2) + be32(2) + "abcdefgh";
+  const std::string file = gzip(img.substr(0, 7)) + gzip(img.substr(7)) + std::string(16, '\0');
+  IdxImages got = parse_idx_images(span_of(file), "x.gz");
+  EXPECT_EQ(got.count, 2u);
+  EXPECT_EQ(std::string(got.pixels.begin(), got.pixels.end()), "abcdefgh");
+}
+
+TEST(Hardening, DamagedGzippedIdxIsBadInput) {
+  const std::string img = be32(0x803) + be32(1) + be32(2) + be32(2) + "abcd";
+  const std::string gz = gzip(img);
+  expect_error([&] { parse_idx_images(span_of(gz.substr(0, gz.size() - 6)), "cut.gz"); }, ErrorKind::invalid);
+  std::string bad_crc = gz;
+  bad_crc[bad_crc.size() - 6] ^= 1;  // the trailer's CRC-32
+  expect_error([&] { parse_idx_images(span_of(bad_crc), "crc.gz"); }, ErrorKind::invalid);
+  expect_error([&] { parse_idx_images(span_of(gz + "junk"), "junk.gz"); }, ErrorKind::invalid);
+  const std::string zero_rows = be32(0x803) + be32(5) + be32(0) + be32(28);
+  expect_error([&] { parse_idx_images(span_of(zero_rows), "rows.idx3"); }, ErrorKind::invalid);
+  // A header promising more than deflate can produce from the file is refused before inflating.
+  const std::string huge = gzip(be32(0x803) + be32(60000) + be32(28) + be32(28) + std::string(100, 'p'));
+  std::string what = expect_error([&] { parse_idx_images(span_of(huge), "huge.gz"); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("declared"), std::string::npos) << what;
+}
+
+TEST(Hardening, AnHonestHighRatioEntryStillInflates) {
+  // 8 MiB of zeros: ~8 KiB deflated, a ratio of ~1000:1, far past the first buffer's 8x guess.
+  const std::string zeros(8 << 20, '\0');
+  auto ar = Archive::open(memory_byte_source(build_zip({{"z", zeros, true}, {"small", "s", true}}), "z.zip"), "z.zip");
+  std::vector<std::uint8_t> out;
+  ar->read(0, out);
+  EXPECT_EQ(out.size(), zeros.size());
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 0; }));
+  ar->read(1, out);  // the same buffer, reused
+  EXPECT_EQ(std::string(out.begin(), out.end()), "s");
+}
+
+// The estimate must be close to what an ext4-like file system really allocates (st_blocks of the
+// files and folders written), within a quarter either way.
+TEST(Hardening, ExtractDiskCostIsCloseToWhatTheFileSystemAllocates) {
+  auto dir = fresh_dir("extract_du");
+  std::vector<TestEntry> files;
+  for (int i = 0; i < 500; ++i)
+    files.push_back({"c" + std::to_string(i % 5) + "/img" + std::to_string(i) + ".bin", std::string(10 + i, 'q')});
+  auto ar = Archive::open(memory_byte_source(build_zip(files), "du.zip"), "du.zip");
+  ExtractOptions o;
+  o.dir = dir / "measured";
+  extract(*ar, o);
+  std::uint64_t used = 0;
+  struct stat st {};
+  for (const auto& e : fs::recursive_directory_iterator(o.dir))
+    if (::lstat(e.path().c_str(), &st) == 0) used += static_cast<std::uint64_t>(st.st_blocks) * 512;
+  ASSERT_GT(used, 500u * 512);
+  o.dir = dir / "over";
+  o.disk_budget = used * 3 / 4;
+  expect_error([&] { extract(*ar, o); }, ErrorKind::budget);
+  o.disk_budget = used * 5 / 4;
+  EXPECT_EQ(extract(*ar, o).files, 500u);
 }
 
 }  // namespace
