@@ -4,8 +4,11 @@
 #      recipe_loader.py is written, with --workers 2: target ratio >= 4 on the photo set;
 #   2. full-size TurboJPEG decoding of the same files with the same threads (tj_full_decode):
 #      target ratio >= 0.8;
-# and 3. the recipe on Fashion-MNIST PNGs (reported; the recipe applies random-resized-crop to
-# 28 px images, frugal the padded crop it uses for small images).
+# 3. the recipe on Fashion-MNIST PNGs (reported; the recipe applies random-resized-crop to
+# 28 px images, frugal the padded crop it uses for small images);
+# and 4. what checking each stored photo's CRC-32 costs the loader: frugal with the check (as it
+# always trains) against frugal with FRUGAL_BENCH_NO_CRC=1 (a switch for this A/B only), in the
+# same alternating rounds; the ratio is checked/unchecked images/s.
 # Same archive, 2 decode threads, 224 px random-resized-crop + flip. Builds nothing: expects
 # FRUGAL_BIN (default build/bin) with frugal, frugal-torch and tj_full_decode.
 # The photo sides run BENCH_ROUNDS times, alternating (recipe, frugal, TurboJPEG), and each ratio
@@ -49,11 +52,13 @@ if [[ ! -f $FASHION ]]; then
 fi
 
 load_before=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
-py_photos=() fr_photos=() tj_photos=()
+py_photos=() fr_photos=() tj_photos=() nocrc_photos=()
 for ((round = 0; round < ROUNDS; ++round)); do
   py_photos+=("$(pin "$PY" "$RECIPE" "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 | rate)")
   fr_photos+=("$(pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" --image-size 224 --json | rate)")
   tj_photos+=("$(pin "$BIN/tj_full_decode" "$PHOTOS" --workers 2 --seconds "$SECS" | rate)")
+  nocrc_photos+=("$(FRUGAL_BENCH_NO_CRC=1 pin "$BIN/frugal-torch" bench loader "$PHOTOS" --workers 2 --seconds "$SECS" \
+    --image-size 224 --json | rate)")
 done
 py_fashion=$(pin "$PY" "$RECIPE" "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 | rate)
 fr_fashion=$(pin "$BIN/frugal-torch" bench loader "$FASHION" --workers 2 --seconds "$SECS" --image-size 28 --json | rate)
@@ -62,10 +67,11 @@ load_after=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo nan)
 
 # The 1-minute load average before and after: on a shared machine the ratios are only
 # comparable at similar loads.
-"$PY" - "${py_photos[*]}" "${fr_photos[*]}" "${tj_photos[*]}" "$py_fashion" "$fr_fashion" "$load_before" "$load_after" <<'PYEOF'
+"$PY" - "${py_photos[*]}" "${fr_photos[*]}" "${tj_photos[*]}" "${nocrc_photos[*]}" "$py_fashion" "$fr_fashion" \
+  "$load_before" "$load_after" <<'PYEOF'
 import json, statistics, sys
-py, fr, tj = ([float(v) for v in a.split()] for a in sys.argv[1:4])
-pyf, frf, l0, l1 = map(float, sys.argv[4:])
+py, fr, tj, nocrc = ([float(v) for v in a.split()] for a in sys.argv[1:5])
+pyf, frf, l0, l1 = map(float, sys.argv[5:])
 load = {"load_before": l0, "load_after": l1}
 def report(name, mine, base, target):
     ratios = [m / b for m, b in zip(mine, base)]
@@ -75,6 +81,7 @@ def report(name, mine, base, target):
     print(json.dumps({**d, **load}))
 report("loader_vs_recipe_photos", fr, py, 4.0)
 report("loader_vs_tj_full_decode_photos", fr, tj, 0.8)
+report("loader_crc_checked_vs_unchecked_photos", fr, nocrc, 0.97)
 print(json.dumps({"bench": "loader_vs_recipe_fashion_mnist", "ratio": frf / pyf,
                   "frugal_images_per_s": frf, "baseline_images_per_s": pyf, **load}))
 PYEOF

@@ -27,6 +27,7 @@ struct NpyArray {
   detail::NpyHeader header;
   std::vector<std::uint8_t> owned;
   std::span<const std::uint8_t> bytes;  // the whole .npy file
+  std::string damage;                   // why none of its samples can be trusted (a CRC mismatch)
   std::size_t sample_bytes() const;
   std::span<const std::uint8_t> sample(std::int64_t i) const;
 };
@@ -47,6 +48,10 @@ struct DatasetShared {
 
   std::string where(const Sample& s) const { return archive->display_name() + ":" + s.name; }
 };
+
+// "" when a mapped stored entry's bytes match its CRC-32 (as Archive::read checks the ones it
+// inflates), else what was found; always "" under FRUGAL_BENCH_NO_CRC=1 (bench/loader.sh's A/B).
+std::string view_crc_problem(const Archive& archive, std::size_t entry, std::span<const std::uint8_t> bytes);
 
 // Fills classes, samples and arrays from the archive's entries (layout.cpp).
 void scan_layout(DatasetShared& d);

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "data/dataset_shared.h"
+#include "data/labels_csv.h"
+#include "frugal/checked.h"
 #include "frugal/error.h"
 
 namespace frugal {
@@ -65,34 +67,6 @@ struct Candidate {
   ImageFormat format;
 };
 
-std::map<std::string, std::string> read_labels_csv(const Archive& a, std::size_t entry) {
-  std::vector<std::uint8_t> bytes = a.read(entry);
-  std::stringstream s(std::string(bytes.begin(), bytes.end()));
-  std::map<std::string, std::string> labels;
-  bool first = true;
-  for (std::string line; std::getline(s, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    auto comma = line.rfind(',');
-    if (comma == std::string::npos)
-      fail(ErrorKind::invalid, a.display_name() + ":" + a.entries()[entry].name, "lines of path,label",
-           "\"" + line + "\"", "fix labels.csv");
-    std::string path = line.substr(0, comma), label = line.substr(comma + 1);
-    auto unquote = [](std::string& v) {
-      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-    };
-    unquote(path);
-    unquote(label);
-    if (first && lower(label) == "label") {  // a header row
-      first = false;
-      continue;
-    }
-    first = false;
-    labels[path] = label;
-  }
-  return labels;
-}
-
 std::string join(const std::vector<std::string>& parts, std::size_t from, std::size_t to) {
   std::string s;
   for (std::size_t i = from; i < to; ++i) s += (s.empty() ? "" : "/") + parts[i];
@@ -138,6 +112,8 @@ bool all_integers(const std::vector<std::string>& v) {
 
 }  // namespace
 
+// parse_npy has checked that the whole shape's byte size fits, and an array with samples has
+// shape[0] >= 1, so these products cannot wrap.
 std::size_t NpyArray::sample_bytes() const {
   std::size_t n = static_cast<std::size_t>(header.item_size);
   for (std::size_t i = 1; i < header.shape.size(); ++i) n *= static_cast<std::size_t>(header.shape[i]);
@@ -155,6 +131,7 @@ struct LabelArray {
   std::string name;
   detail::NpyHeader header;
   std::vector<std::uint8_t> bytes;
+  std::string damage;  // NpyArray::damage
 };
 
 std::string npy_stem(const std::string& name) {
@@ -184,6 +161,8 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
     arr.name = name;
     if (auto v = a.stored_view(c.entry)) {
       arr.bytes = *v;
+      // Checked once here rather than per sample: one pass over the array at open.
+      arr.damage = view_crc_problem(a, c.entry, arr.bytes);
     } else {
       arr.owned = a.read(c.entry);
       arr.bytes = arr.owned;
@@ -191,7 +170,8 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
     arr.header = detail::parse_npy(arr.bytes, a.display_name() + ":" + name);
     const auto& h = arr.header;
     if (h.shape.size() == 1 && (h.kind == 'i' || h.kind == 'u')) {
-      label_arrays.push_back({c.entry, name, h, std::vector<std::uint8_t>(arr.bytes.begin(), arr.bytes.end())});
+      label_arrays.push_back(
+          {c.entry, name, h, std::vector<std::uint8_t>(arr.bytes.begin(), arr.bytes.end()), arr.damage});
     } else if (h.shape.size() >= 3 && h.kind == 'u' && h.item_size == 1) {
       data_arrays.push_back(std::move(arr));
     } else {
@@ -213,6 +193,8 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
       count(d.open_skips, "no label (array without a matching labels array)", arr.name);
       continue;
     }
+    // Labels that fail their CRC could be any labels: the array's samples are as damaged.
+    if (arr.damage.empty() && !match->damage.empty()) arr.damage = match->name + ": " + match->damage;
     std::size_t index = d.arrays.size();
     for (std::int64_t i = 0; i < arr.header.shape[0]; ++i) {
       Sample s;
@@ -255,18 +237,24 @@ void scan_layout(DatasetShared& d) {
     bool npy_array = false;
     if (f == ImageFormat::npy) {
       // Arrays of samples and label arrays are told apart by their header: ndim 1 or >= 3.
-      std::vector<std::uint8_t> head;
-      std::span<const std::uint8_t> bytes;
-      if (auto v = a.stored_view(i)) {
-        bytes = *v;
-      } else {
-        head = a.read(i);
-        bytes = head;
+      // A header that does not parse makes a one-sample file: the loader meets it, skips it and
+      // counts it against --max-bad-fraction like any undecodable image.
+      try {
+        std::vector<std::uint8_t> head;
+        std::span<const std::uint8_t> bytes;
+        if (auto v = a.stored_view(i)) {
+          bytes = *v;
+        } else {
+          head = a.read(i);
+          bytes = head;
+        }
+        auto h = detail::parse_npy(bytes, a.display_name() + ":" + e.name);
+        // (H, W) and (H, W, C) are one sample; (N,) labels; (N, H, W) and (N, H, W, C) samples.
+        npy_array = h.shape.size() == 1 || h.shape.size() == 4 ||
+                    (h.shape.size() == 3 && !(h.shape[2] == 1 || h.shape[2] == 3 || h.shape[2] == 4));
+      } catch (const Error& err) {
+        if (err.kind() != ErrorKind::invalid && err.kind() != ErrorKind::unsupported) throw;
       }
-      auto h = detail::parse_npy(bytes, a.display_name() + ":" + e.name);
-      // (H, W) and (H, W, C) are one sample; (N,) labels; (N, H, W) and (N, H, W, C) samples.
-      npy_array = h.shape.size() == 1 || h.shape.size() == 4 ||
-                  (h.shape.size() == 3 && !(h.shape[2] == 1 || h.shape[2] == 3 || h.shape[2] == 4));
     }
     (npy_array ? arrays : files).push_back({i, std::move(parts), f});
   }
@@ -289,7 +277,9 @@ void scan_layout(DatasetShared& d) {
       labels.push_back(std::regex_search(f.parts.back(), m, re) ? m[1].str() : "");
     }
   } else if (csv) {
-    auto table = read_labels_csv(a, *csv);
+    const std::vector<std::uint8_t> bytes = a.read(*csv);
+    auto table = detail::parse_labels_csv(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                          a.display_name() + ":" + a.entries()[*csv].name);
     std::vector<std::string> csv_dir = split_path(a.entries()[*csv].name);
     csv_dir.pop_back();
     for (const auto& f : files) {
@@ -329,7 +319,8 @@ void scan_layout(DatasetShared& d) {
       return std::stoll(x) < std::stoll(y);
     });
   std::map<std::string, int> index;
-  for (std::size_t i = 0; i < d.classes.size(); ++i) index[d.classes[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < d.classes.size(); ++i)
+    index[d.classes[i]] = checked_cast<int>(i, d.archive->display_name(), "the number of classes");
   d.samples.reserve(labelled.size());
   for (auto& [c, s] : labelled) {
     s.label = index[c];
