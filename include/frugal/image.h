@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "frugal/checked.h"
+
 namespace frugal {
 
 enum class ImageFormat { unknown, jpeg, png, npy };
@@ -28,9 +30,15 @@ struct Image {
   int width = 0, height = 0, channels = 0;
   std::vector<std::uint8_t> pixels;
 
+  // Error(invalid) for a negative side or a byte count that overflows: every decoder and transform
+  // allocates through here, so no wrapped size reaches the allocator.
   void resize(int w, int h, int c) {
+    const std::size_t n = checked_mul(checked_mul(checked_cast<std::size_t>(w, "an image", "its width"),
+                                                  checked_cast<std::size_t>(h, "an image", "its height"), "an image"),
+                                      checked_cast<std::size_t>(c, "an image", "its channels"), "an image");
+    if (n > pixels.max_size()) fail_overflow("an image", "its byte count");
     width = w; height = h; channels = c;
-    pixels.resize(static_cast<std::size_t>(w) * h * c);
+    pixels.resize(n);
   }
   std::uint8_t* row(int y) { return pixels.data() + static_cast<std::size_t>(y) * width * channels; }
   const std::uint8_t* row(int y) const { return pixels.data() + static_cast<std::size_t>(y) * width * channels; }

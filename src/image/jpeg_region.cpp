@@ -200,8 +200,9 @@ bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box,
     jpeg_abort_decompress(c);
     throw;
   }
-  if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 || box.x + box.width > W ||
-      box.y + box.height > H) {
+  // Compared without forming box.x + box.width, which can overflow int for a caller's box.
+  if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 || box.x > W || box.y > H ||
+      box.width > W - box.x || box.height > H - box.y) {
     jpeg_abort_decompress(c);
     fail(ErrorKind::usage, where, "a crop box inside the " + std::to_string(W) + "x" + std::to_string(H) + " image",
          std::to_string(box.width) + "x" + std::to_string(box.height) + " at (" + std::to_string(box.x) + ", " +

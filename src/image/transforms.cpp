@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "frugal/error.h"
 #include "frugal/image.h"
@@ -126,13 +127,21 @@ void resize_center_crop_view(const ImageView& in, double bx0, double by0, double
   double w = bx1 - bx0, h = by1 - by0;
   // Sizes come from the integer dimensions when the box is the whole view, as torchvision's do.
   int iw = static_cast<int>(std::lround(w)), ih = static_cast<int>(std::lround(h));
+  // A long thin image (1 x 89M pixels is within the default --max-pixels) scaled up to `shorter`
+  // would have a longer side past int: bad input, not a wrapped (undefined) conversion.
+  const double longer = iw <= 0 || ih <= 0 ? HUGE_VAL : static_cast<double>(shorter) * std::max(iw, ih) / std::min(iw, ih);
+  if (!(longer < static_cast<double>(std::numeric_limits<int>::max())))
+    fail(ErrorKind::invalid, "resize of a " + std::to_string(iw) + "x" + std::to_string(ih) + " image",
+         "an aspect ratio that keeps the longer side below 2^31 pixels at a shorter side of " + std::to_string(shorter),
+         "a ratio of " + std::to_string(std::max(iw, ih)) + ":" + std::to_string(std::max(1, std::min(iw, ih))),
+         "crop or remove the image");
   int new_w, new_h;
   if (iw <= ih) {
     new_w = shorter;
-    new_h = static_cast<int>(static_cast<double>(shorter) * ih / iw);
+    new_h = static_cast<int>(longer);
   } else {
     new_h = shorter;
-    new_w = static_cast<int>(static_cast<double>(shorter) * iw / ih);
+    new_w = static_cast<int>(longer);
   }
   int cw = std::min(size, new_w), ch = std::min(size, new_h);
   int top = py_round((new_h - ch) / 2.0), left = py_round((new_w - cw) / 2.0);

@@ -134,4 +134,12 @@ TEST(Decode, FormatIsDecidedByMagicBytes) {
   EXPECT_EQ(sniff_format(std::vector<std::uint8_t>{'G', 'I', 'F', '8'}), ImageFormat::unknown);
 }
 
+TEST(Image, ANegativeSideIsRefusedNotWrappedIntoAHugeSize) {
+  Image img;
+  EXPECT_THROW(img.resize(-1, 4, 3), Error);
+  EXPECT_THROW(img.resize(4, 4, -3), Error);
+  img.resize(4, 2, 3);
+  EXPECT_EQ(img.pixels.size(), 24u);
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "frugal/error.h"
 #include "frugal/image.h"
@@ -176,6 +177,20 @@ TEST_P(RegionDecodeErrors, BoxOutsideTheImageIsAUsageError) {
   // The decoder is still usable afterwards.
   JpegRegion r = decode_jpeg_region(bytes_, {0, 0, 10, 10}, {}, "a.jpg", out);
   EXPECT_EQ(r.x0, 0);
+}
+
+TEST_P(RegionDecodeErrors, ABoxWhoseEndOverflowsIntIsAUsageError) {
+  // x + width wraps to a negative int, which a "x + width > W" check lets through.
+  Image out;
+  for (CropBox box : {CropBox{std::numeric_limits<int>::max() - 5, 0, 40, 10},
+                      CropBox{0, std::numeric_limits<int>::max() - 5, 10, 40}}) {
+    try {
+      decode_jpeg_region(bytes_, box, {}, "a.jpg", out);
+      ADD_FAILURE() << "decoded a box at " << box.x << ", " << box.y;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, RegionDecodeErrors, ::testing::Values("large420.jpg", "large_progressive.jpg"),

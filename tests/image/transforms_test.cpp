@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "frugal/error.h"
 #include "frugal/image.h"
 #include "image/fixtures.h"
 #include "image/resize.h"
@@ -207,6 +208,27 @@ TEST(Transforms, FlipMirrorsRows) {
   flip_horizontal(img);
   for (int x = 0; x < 5; ++x)
     for (int c = 0; c < 3; ++c) EXPECT_EQ(img.row(1)[x * 3 + c], orig.row(1)[(4 - x) * 3 + c]);
+}
+
+TEST(Transforms, ALongThinImageWhoseResizedSideOverflowsIntIsBadInput) {
+  // 1 x 10M gray pixels (within the default --max-pixels): resized to a shorter side of 256, the
+  // longer would be 2.56e9, past int. Bad input, not an undefined conversion and a wild allocation.
+  Image thin;
+  thin.resize(1, 10'000'000, 1);
+  Image out;
+  try {
+    resize_center_crop(thin, 256, 224, out);
+    ADD_FAILURE() << "resized to " << out.width << "x" << out.height;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "a non-frugal exception escaped: " << e.what();
+  }
+  Image ok;
+  ok.resize(1, 1000, 1);
+  resize_center_crop(ok, 32, 32, out);
+  EXPECT_EQ(out.width, 32);
+  EXPECT_EQ(out.height, 32);
 }
 
 }  // namespace
