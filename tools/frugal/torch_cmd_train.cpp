@@ -1,11 +1,10 @@
 // frugal train --data ARCHIVE --run DIR [options]   (CLI.md, "frugal train options")
-#include <toml++/toml.h>
-
 #include <string>
 #include <vector>
 
 #include "cli.h"
 #include "commands.h"
+#include "config_file.h"
 #include "frugal/error.h"
 #include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
@@ -13,39 +12,6 @@
 
 namespace frugal::cli {
 namespace {
-
-// `--config FILE.toml`: its keys are the long options ("batch-size" or "batch_size"), turned into
-// arguments placed before the command line's, so the command line wins.
-std::vector<std::string> config_args(const std::string& file) {
-  toml::table table;
-  try {
-    table = toml::parse_file(file);
-  } catch (const toml::parse_error& e) {
-    fail(ErrorKind::usage, file, "a TOML file", std::string(e.description()), "fix the line it names");
-  }
-  std::vector<std::string> args;
-  for (auto& [key, node] : table) {
-    std::string name(key.str());
-    for (auto& ch : name)
-      if (ch == '_') ch = '-';
-    auto add = [&](const toml::node& v) {
-      if (auto s = v.value<std::string>()) args.push_back(*s);
-      else if (auto i = v.value<std::int64_t>()) args.push_back(std::to_string(*i));
-      else if (auto d = v.value<double>()) args.push_back(std::to_string(*d));
-      else fail(ErrorKind::usage, file, "a string, number or boolean for '" + name + "'", "another type", "");
-    };
-    if (auto b = node.value<bool>(); b && node.is_boolean()) {
-      if (*b) args.push_back("--" + name);
-    } else if (auto* arr = node.as_array()) {
-      args.push_back("--" + name);
-      for (auto& v : *arr) add(v);
-    } else {
-      args.push_back("--" + name);
-      add(node);
-    }
-  }
-  return args;
-}
 
 void add_options(CLI::App& app, TrainConfig& c, std::string& config_file) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -116,9 +82,11 @@ void resolve_decode(const std::string& decode, TrainConfig& c) {
 
 int cmd_train(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--config") {
-      auto extra = config_args(argv[i + 1]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    // "--config=FILE" too: CLI11 would otherwise take it and the file would be silently unread.
+    if ((a == "--config" && i + 1 < argc) || a.rfind("--config=", 0) == 0) {
+      auto extra = config_args(a == "--config" ? argv[i + 1] : a.substr(9));
       args.insert(args.begin() + 1, extra.begin(), extra.end());
       break;
     }
