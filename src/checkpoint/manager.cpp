@@ -186,11 +186,19 @@ SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
   SaveResult r;
   if (budget_ && !budget_->make_room(estimate_bytes(ckpt))) {
     std::uint64_t weights = best_bytes(ckpt);
+    bool weights_saved = false;
     if (options_.write_best && budget_->make_room(weights)) {
       Checkpoint best = ckpt;
       best.kind = "best";
       best.state.clear();
-      save_checkpoint(run_ / kBestFile, best, env_);
+      try {
+        published_despite_error(run_ / kBestFile, [&] { save_checkpoint(run_ / kBestFile, best, env_); });
+        weights_saved = true;
+      } catch (const DiskFullError& e) {  // the budget had room, the disk did not
+        note(std::string("frugal: warning: ") + e.what());
+      }
+    }
+    if (weights_saved) {
       r.status = SaveResult::Status::weights_only;
       r.file = run_ / kBestFile;
       r.message = "not enough room for a full checkpoint (" + format_size(estimate_bytes(ckpt)) +

@@ -57,6 +57,23 @@ TEST(BudgetedSave, ASkippedSaveLeavesTheRunResumableFromTheLastSavedStep) {
   EXPECT_LE(measure_usage(ws.path()).total(), 14ull << 20);
 }
 
+TEST(BudgetedSave, AFullDiskWhileSavingOnlyTheWeightsIsASkippedSaveNotAnError) {
+  TempDir ws;
+  const fs::path run = ws / "run";
+  testing::FaultEnv env;
+  env.free_bytes = 6ull << 20;  // the budget sees room for the weights (4.3 MiB), not a checkpoint
+  env.fail_at = 0;              // ...and the disk is full at the first write: creating best's temporary
+  DiskBudget budget(ws.path(), {.own_folder = run}, env);
+  CheckpointManager m(run, {}, env);
+  m.set_disk_budget(&budget);
+  SaveResult r;
+  ASSERT_NO_THROW(r = m.save(sized_checkpoint(10, 0.5)));
+  ASSERT_EQ(env.ops, 1) << "the injected ENOSPC was not reached";
+  EXPECT_EQ(r.status, SaveResult::Status::skipped_no_room) << r.message;
+  EXPECT_NE(r.message.find("a rerun starts over"), std::string::npos) << r.message;
+  EXPECT_FALSE(fs::exists(run / kBestFile));
+}
+
 TEST(BudgetedSave, TooSmallABudgetIsRefusedBeforeTrainingWithWhatWouldFit) {
   TempDir ws;
   const fs::path run = ws / "run";
