@@ -158,7 +158,8 @@ void Run::build_model() {
   info_.std = default_std(c_.model, info_.channels);
 
   std::tie(device_, amp_) = resolve_device(c_.device, c_.amp);
-  if (!c_.gpu_memory.empty()) note(limit_gpu_memory(device_, parse_size(c_.gpu_memory)));
+  if (!c_.gpu_memory.empty())
+    if (std::string line = limit_gpu_memory(device_, parse_size(c_.gpu_memory)); !line.empty()) note(line);
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
   // On the CPU `auto` stays fp32 (results comparable across machines); say when bf16 would pay.
   if (!device_.is_cuda() && amp_ == AmpMode::off && c_.amp == "auto" && cpu_has_native_bf16())
