@@ -77,9 +77,11 @@ std::string read_end_record(const ByteSource& src, std::uint64_t pos, const std:
   if (r.zip64) {
     const std::uint64_t z64_disk = le32(loc + 4);
     if (z64_disk >= disks) return "a Zip64 end record on one of the " + std::to_string(disks) + " disks";
-    std::uint64_t z64 = r.disk_base[z64_disk] + le64(loc + 8);
     const std::uint64_t beside = pos - kEocd64LocSize - std::min<std::uint64_t>(pos - kEocd64LocSize, kEocd64Size);
-    if (sig_at(src, z64) != kEocd64Sig) z64 = beside;  // shifted by junk before the archive
+    std::uint64_t z64 = 0;
+    // Not where the locator says (shifted by junk before the archive, or an offset that wraps
+    // around 2^64): right before the locator, where writers put it.
+    if (add_overflows(r.disk_base[z64_disk], le64(loc + 8), z64) || sig_at(src, z64) != kEocd64Sig) z64 = beside;
     if (sig_at(src, z64) != kEocd64Sig || z64 + kEocd64Size > pos) return "a Zip64 end-of-central-directory record";
     std::uint8_t z[kEocd64Size];
     src.read_at(z64, z, sizeof z);
