@@ -1,6 +1,8 @@
 // Which options of a resumed run would change what is learned (see learning_changes in train.h).
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "frugal/train.h"
 
 namespace frugal {
@@ -33,12 +35,23 @@ std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlo
     if (!saved.contains(key) || !now.contains(key)) continue;
     if (saved[key] != now[key]) out.push_back(std::string(key) + ": " + shown(saved[key]) + " -> " + shown(now[key]));
   }
-  auto effective = [](const nlohmann::json& c) {
-    return c.value("batch_size", std::int64_t{0}) * c.value("accum", std::int64_t{1});
+  // The saved config comes from a checkpoint file: a batch size that is not an integer, or whose
+  // product with accum overflows, is unreadable and so a change, never an exception or a wrap.
+  auto effective = [](const nlohmann::json& c) -> std::optional<std::int64_t> {
+    auto number = [&](const char* key, std::int64_t absent) -> std::optional<std::int64_t> {
+      if (!c.contains(key)) return absent;
+      if (!c[key].is_number_integer()) return std::nullopt;
+      return c[key].get<std::int64_t>();
+    };
+    auto b = number("batch_size", 0), k = number("accum", 1);
+    std::int64_t product = 0;
+    if (!b || !k || __builtin_mul_overflow(*b, *k, &product)) return std::nullopt;
+    return product;
   };
-  if (saved.contains("batch_size") && now.contains("batch_size") && effective(saved) != effective(now))
-    out.push_back("effective batch (batch_size x accum): " + std::to_string(effective(saved)) + " -> " +
-                  std::to_string(effective(now)));
+  auto text = [](std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string("unreadable"); };
+  if (saved.contains("batch_size") && now.contains("batch_size") &&
+      (!effective(saved) || effective(saved) != effective(now)))
+    out.push_back("effective batch (batch_size x accum): " + text(effective(saved)) + " -> " + text(effective(now)));
   return out;
 }
 

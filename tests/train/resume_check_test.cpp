@@ -61,3 +61,19 @@ TEST(LearningChanges, KeysAnOlderCheckpointLacksAreNotCompared) {
   now["train_images"] = 5;
   EXPECT_TRUE(learning_changes(saved, now).empty());
 }
+
+TEST(LearningChanges, ASavedBatchThatIsNotANumberOrOverflowsIsAChangeNotAnException) {
+  // The saved side is read from a checkpoint file; what it holds is not to be trusted.
+  auto saved = config();
+  saved["batch_size"] = "64";
+  std::vector<std::string> changes;
+  EXPECT_NO_THROW(changes = learning_changes(saved, config()));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum): unreadable -> 128");
+  saved = config();
+  saved["batch_size"] = std::int64_t{1} << 62;
+  saved["accum"] = 4;
+  EXPECT_NO_THROW(changes = learning_changes(saved, config()));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum): unreadable -> 128");
+}
