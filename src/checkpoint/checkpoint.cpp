@@ -140,6 +140,18 @@ Checkpoint checkpoint_from_file(SafetensorsFile file) {
   c.schedule = json_or(md, "schedule", where);
   c.metrics = json_or(md, "metrics", where);
   c.config = json_or(md, "config", where);
+  // The trainer reads these fields with json::value<T>(), which throws a type_error for a value of
+  // another type: refuse such a file here, where it is still a bad checkpoint and resume can fall
+  // back to the previous one.
+  for (const auto& [key, obj] : {std::pair<const char*, const nlohmann::json*>{"loader", &c.loader},
+                                 {"schedule", &c.schedule}, {"metrics", &c.metrics}, {"config", &c.config}})
+    if (!obj->is_object()) fail(ErrorKind::invalid, where, std::string("a JSON object in \"") + key + "\"",
+                                obj->type_name(), "the checkpoint is damaged or crafted");
+  for (const auto& [obj, key] : {std::pair<const nlohmann::json*, const char*>{&c.loader, "epoch"},
+                                 {&c.loader, "position"}, {&c.schedule, "micro_batch"}})
+    if (obj->contains(key) && !(*obj)[key].is_number_integer())
+      fail(ErrorKind::invalid, where, std::string("an integer \"") + key + "\"", (*obj)[key].type_name(),
+           "the checkpoint is damaged or crafted");
   if (md.count("metric_value")) {
     c.metric_name = md.count("metric_name") ? md.at("metric_name") : "";
     c.metric_value = std::stod(md.at("metric_value"));

@@ -238,8 +238,10 @@ void Run::resume() {
     fail(ErrorKind::usage, (run_dir_ / r->file.filename()).string(), "the options this run was started with",
          list, "run the original command to resume, or add --fresh to start this run over with the new options");
   }
+  // A crafted or damaged config may hold anything under "data": only a string is shown.
   if (ck.config.contains("data") && ck.config["data"] != now["data"])
-    note("the training data is now read from " + c_.data + " (was " + ck.config["data"].get<std::string>() +
+    note("the training data is now read from " + c_.data + " (was " +
+         (ck.config["data"].is_string() ? ck.config["data"].get<std::string>() : ck.config["data"].dump()) +
          "); same classes and image count, so the run resumes");
   load_weights(*model_, ck.weight_map(), false);
   load_optimizer_state(*opt_.optimizer, param_names(opt_), ck);

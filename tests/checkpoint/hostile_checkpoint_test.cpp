@@ -143,7 +143,10 @@ TEST(HostileCheckpoint, MetadataOfTheWrongJsonTypeIsInvalidInputNotAnInternalErr
   TempDir dir;
   save_checkpoint(dir / "good.safetensors", small_checkpoint(10, 0.5));
   const std::pair<const char*, const char*> edits[] = {
-      {"classes", R"({"a": 1})"}, {"mean", R"(["x"])"}, {"metric_value", "not a number"}, {"std", "[1e999]"}};
+      {"classes", R"({"a": 1})"}, {"mean", R"(["x"])"}, {"metric_value", "not a number"}, {"std", "[1e999]"},
+      // read later by the trainer's resume with json::value<T>(), which throws type_error
+      {"loader", R"({"epoch": "one"})"}, {"loader", R"({"position": 1.5})"}, {"schedule", R"({"micro_batch": []})"},
+      {"config", "[]"}, {"metrics", "3"}};
   for (const auto& [key, value] : edits) {
     rewrite(dir / "good.safetensors", dir / "bad.safetensors", [&](Metadata& md) { md[key] = value; });
     SCOPED_TRACE(key);
