@@ -1,7 +1,10 @@
 // Small checkpoints for tests.
 #pragma once
 
+#include <optional>
+
 #include "frugal/checkpoint.h"
+#include "frugal/error.h"
 
 namespace frugal::testing {
 
@@ -26,6 +29,18 @@ inline Checkpoint small_checkpoint(std::int64_t step, std::optional<double> metr
     c.metrics = {{"val_accuracy", *metric}};
   }
   return c;
+}
+
+// The kind of the frugal::Error that `f` throws; nullopt when it throws nothing (any other
+// exception goes through and fails the test).
+template <class F>
+std::optional<ErrorKind> error_kind(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return std::nullopt;
 }
 
 inline bool same_tensors(const NamedTensors& a, const NamedTensors& b) {

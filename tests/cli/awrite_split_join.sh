@@ -66,19 +66,42 @@ frugal join "$T/d/data.bin.manifest.json" --delete-parts 2>/dev/null
 check "join --delete-parts writes the original beside the manifest" '[ "$(sum "$T/d/data.bin")" == "$ORIG" ]'
 check "join --delete-parts removed every part" '[ -z "$(ls "$T/d" | grep part)" ]'
 
-# A real join killed midway (SIGKILL, as a crash) and run again.
+# A real join killed midway (SIGKILL, as a crash) and run again. The kill is sent when the partial
+# output is seen holding at least one whole part but not all of them (watched by a busy loop, not
+# a timer), and must reach the running join: it dies of the signal and leaves the partial file.
 head -c 60000000 /dev/urandom > "$T/big.bin"
 BIG=$(sum "$T/big.bin")
 frugal split "$T/big.bin" --size 5M -o "$T/bp" --no-sync 2>/dev/null
 rm "$T/big.bin"
-frugal join "$T/bp/big.bin.manifest.json" --delete-parts --no-sync 2>/dev/null &
-pid=$!
-sleep 0.15
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
+"$PY" - "$T/bp/big.bin.manifest.json" "$T/bp/big.bin.frugal-join" 60000000 $((5 * 1048576)) > "$T/kill.txt" 2>&1 <<'PY'
+import os, signal, subprocess, sys
+manifest, partial, total, part = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+p = subprocess.Popen(["frugal", "join", manifest, "--delete-parts", "--no-sync"], stderr=subprocess.DEVNULL)
+seen = -1
+while p.poll() is None:
+    try:
+        size = os.stat(partial).st_size
+    except FileNotFoundError:
+        continue
+    if part <= size < total:
+        seen = size
+        os.kill(p.pid, signal.SIGKILL)
+        break
+rc = p.wait()
+after = os.stat(partial).st_size if os.path.exists(partial) else -1
+print(rc, seen, after)
+PY
+read -r KILL_RC KILL_SEEN KILL_AFTER < "$T/kill.txt"
+check "the SIGKILL landed while join was writing (killed by it, partial of $KILL_SEEN bytes seen)" \
+  '[ "$KILL_RC" == -9 ] && [ "$KILL_SEEN" -ge $((5 * 1048576)) ]'
+check "the partial output survives the kill, holding some but not all bytes ($KILL_AFTER)" \
+  '[ "$KILL_AFTER" -ge "$KILL_SEEN" ] && [ "$KILL_AFTER" -lt 60000000 ] && [ ! -e "$T/bp/big.bin" ]'
 frugal join "$T/bp/big.bin.manifest.json" --delete-parts --json 2>/dev/null > "$T/kill.json"
-check "join rerun after SIGKILL equals the original" '[ "$(sum "$T/bp/big.bin")" == "$BIG" ]'
-echo "     (parts resumed after the kill: $("$PY" -c "import json,sys; print(json.load(sys.stdin)['parts_resumed'])" < "$T/kill.json" 2>/dev/null))"
+check "join rerun after SIGKILL exits 0" '[ $? -eq 0 ]'
+RESUMED=$("$PY" -c "import json,sys; print(json.load(sys.stdin)['parts_resumed'])" < "$T/kill.json" 2>/dev/null)
+check "the rerun continues after the whole parts the killed join wrote ($RESUMED >= 1)" \
+  '[ "${RESUMED:-0}" -ge 1 ] && [ "$RESUMED" -lt 12 ]'
+check "join rerun after SIGKILL equals the original" '[ "$(sum "$T/bp/big.bin")" == "$BIG" ] && [ ! -e "$T/bp/big.bin.frugal-join" ]'
 
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 [ $fails -eq 0 ]
