@@ -45,6 +45,15 @@ include(CheckLanguage)
 if(NOT CMAKE_CUDA_COMPILER)
   check_language(CUDA)
 endif()
+# PyPI's torch for Linux is a CUDA build, and its CMake config stops without a CUDA toolkit ("uses
+# CUDA but I cannot find the CUDA libraries"), GPU or not: say what to do instead.
+file(GLOB _venv_torch_cuda ${CMAKE_SOURCE_DIR}/.venv/lib/python3*/site-packages/torch/lib/libtorch_cuda.so)
+if(NOT CMAKE_CUDA_COMPILER AND _venv_torch_cuda AND NOT Torch_DIR AND NOT DEFINED ENV{Torch_DIR} AND NOT FRUGAL_PYTHON)
+  message(FATAL_ERROR "frugal: .venv's PyTorch is a CUDA build, and LibTorch's CMake config needs a CUDA "
+                      "toolkit (nvcc) to build against it, GPU or not, and none is on PATH. Install one "
+                      "(NVIDIA's CUDA toolkit in /usr/local/cuda, or put its bin/ on PATH), or set Torch_DIR "
+                      "to a CPU-only LibTorch.")
+endif()
 if(CMAKE_CUDA_COMPILER)
   execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --version OUTPUT_VARIABLE _nvcc ERROR_QUIET)
   string(REGEX MATCH "release ([0-9]+)\\.([0-9]+)" _ "${_nvcc}")
