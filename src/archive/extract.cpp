@@ -170,13 +170,14 @@ class BatchWriter {
  public:
   explicit BatchWriter(const fs::path& root) : root_fd_(open_read(root)) {}
   ~BatchWriter() {
-    for (const auto& p : pending_) ::unlink(p.temp.c_str());
+    for (const auto& p : pending_) ::unlink(p.temp.c_str());  // before their locks go with the fds
   }
 
   // Writes entry i to a temporary beside `target`; it is renamed at the next commit().
   std::uint64_t add(const Archive& archive, std::size_t i, const fs::path& target) {
     const fs::path temp = temp_path_for(target);
-    UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    // Locked (fs.h) and kept open until renamed: `clean` never takes a pending file for abandoned.
+    UniqueFd fd(create_owned_temp(temp));
     if (!fd) fail_errno("create", temp.string(), errno);
     std::uint64_t n = 0;
     try {
@@ -184,14 +185,14 @@ class BatchWriter {
         write_full(fd.get(), piece.data(), piece.size(), temp.string());
         n += piece.size();
       });
-      if (::close(fd.release()) != 0) fail_errno("close", temp.string(), errno);
     } catch (...) {
       ::unlink(temp.c_str());
       throw;
     }
-    pending_.push_back({temp, target});
+    pending_.push_back({temp, target, std::move(fd)});
     bytes_ += n;
-    if (pending_.size() >= 1024 || bytes_ >= (std::uint64_t{256} << 20)) commit();
+    // 256 open files per batch stays well inside the usual limit of 1,024 descriptors.
+    if (pending_.size() >= 256 || bytes_ >= (std::uint64_t{256} << 20)) commit();
     return n;
   }
 
@@ -199,8 +200,9 @@ class BatchWriter {
     if (pending_.empty()) return;
     if (::syncfs(root_fd_.get()) != 0) fail_errno("syncfs", pending_.front().target.string(), errno);
     std::set<fs::path> dirs;
-    for (const auto& p : pending_) {
+    for (auto& p : pending_) {
       if (::rename(p.temp.c_str(), p.target.c_str()) != 0) fail_errno("rename", p.target.string(), errno);
+      if (::close(p.fd.release()) != 0) fail_errno("close", p.target.string(), errno);
       dirs.insert(p.target.parent_path());
     }
     pending_.clear();
@@ -211,6 +213,7 @@ class BatchWriter {
  private:
   struct Pending {
     fs::path temp, target;
+    UniqueFd fd;  // holds the temporary's lock until the rename
   };
   UniqueFd root_fd_;
   std::vector<Pending> pending_;

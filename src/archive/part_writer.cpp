@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "frugal/error.h"
+#include "frugal/fs.h"
 
 namespace frugal {
 namespace {
@@ -39,10 +40,7 @@ PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_
 PartWriter::~PartWriter() {
   if (finished_) return;
   whole_.wait();  // the worker may still read a buffer we are about to free
-  if (fd_) {
-    fd_ = UniqueFd();
-    ::unlink(temp_.c_str());
-  }
+  if (fd_) ::unlink(temp_.c_str());  // while its lock is still held (fs.h): never swept as abandoned
   for (const auto& p : manifest_.parts) ::unlink((dir_ / p.file).c_str());
 }
 
@@ -92,7 +90,7 @@ void PartWriter::write_to_parts(const char* p, std::size_t n) {
 void PartWriter::open_part() {
   const auto final_path = dir_ / part_name(name_, manifest_.parts.size(), digits_);
   temp_ = temp_path_for(final_path);
-  int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = create_owned_temp(temp_);  // locked: `clean` and budgets see a live writer's part
   if (fd < 0) fail_errno("create", temp_.string(), errno);
   fd_ = UniqueFd(fd);
   part_sha_ = std::make_unique<Sha256>();
@@ -102,8 +100,10 @@ void PartWriter::open_part() {
 void PartWriter::close_part() {
   const std::string file = part_name(name_, manifest_.parts.size(), digits_);
   if (sync_) fsync_fd(fd_.get(), temp_.string());
-  if (::close(fd_.release()) != 0) fail_errno("close", temp_.string(), errno);
+  // Renamed while still open, so the lock that marks the temporary as owned lasts until it has its
+  // final name.
   if (::rename(temp_.c_str(), (dir_ / file).c_str()) != 0) fail_errno("rename", (dir_ / file).string(), errno);
+  if (::close(fd_.release()) != 0) fail_errno("close", (dir_ / file).string(), errno);
   manifest_.parts.push_back({file, part_written_, part_sha_->hex_digest()});
 }
 

@@ -152,3 +152,20 @@ TEST(Split, UnfinishedPartWriterLeavesNothingBehind) {
   }
   EXPECT_TRUE(fs::is_empty(dir));
 }
+
+// The part being written is a temporary that `frugal clean` and the trainer's disk budget may meet
+// while `split`/`pack` runs: its writer's lock (fs.h) must mark it as owned, never abandoned.
+TEST(Split, ThePartBeingWrittenIsOwnedNotSweepable) {
+  auto dir = fresh_dir("owned");
+  PartWriter w(dir, "x.zip", 32u << 20, 4, false);
+  std::string data = random_bytes((9u << 20) + 7, 10);  // past the 8 MiB write buffer, inside part 0
+  w.write(data.data(), data.size());
+  std::vector<fs::path> temps;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (is_temp_path(e.path())) temps.push_back(e.path());
+  ASSERT_EQ(temps.size(), 1u);
+  EXPECT_EQ(sweep_temp(temps[0], std::chrono::seconds(0), /*remove=*/true), TempState::owned);
+  EXPECT_TRUE(fs::exists(temps[0]));
+  w.finish(dir / "x.zip.manifest.json");
+  EXPECT_EQ(read_file(dir / "x.zip.part0000"), data);
+}
