@@ -21,14 +21,18 @@ nlohmann::json parse_compression(const Checkpoint& c, const std::string& source)
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(it->second);
-  } catch (const nlohmann::json::exception& e) {
+    if (!j.is_object() || !j.contains("tensors") || !j["tensors"].is_object())
+      fail(ErrorKind::invalid, source, "metadata \"compression\" as an object with a \"tensors\" index",
+           j.is_object() ? "no tensor index" : std::string("a JSON ") + j.type_name(),
+           "the file is damaged; compress the checkpoint again");
+    if (j.value("format", "") != kCompressedFormat || j.value("version", 0) != kCompressedVersion)
+      fail(ErrorKind::unsupported, source, std::string(kCompressedFormat) + " version " +
+           std::to_string(kCompressedVersion), j.value("format", "?") + " version " +
+           std::to_string(j.value("version", 0)), "use the frugal that wrote this file, or compress again");
+  } catch (const nlohmann::json::exception& e) {  // values of the wrong JSON type
     fail(ErrorKind::invalid, source, "JSON in metadata \"compression\"", e.what(),
          "the file is damaged; compress the checkpoint again");
   }
-  if (j.value("format", "") != kCompressedFormat || j.value("version", 0) != kCompressedVersion)
-    fail(ErrorKind::unsupported, source, std::string(kCompressedFormat) + " version " +
-         std::to_string(kCompressedVersion), j.value("format", "?") + " version " +
-         std::to_string(j.value("version", 0)), "use the frugal that wrote this file, or compress again");
   return j;
 }
 
@@ -66,7 +70,7 @@ LoadedModel load_model_any(const std::filesystem::path& ckpt) {
     weights = decode_weights(c.weights, compression.at("tensors"), file.string());
     // LibTorch's dynamic int8 kernels are reachable only through modules the zoo does not use
     // (docs/compressed-model.md), so int8 weights run as float32; only the file is smaller.
-    if (compression.value("weights", "") == "int8")
+    if (compression.contains("weights") && compression["weights"] == "int8")
       note(file.string() + ": int8 weights dequantized to float32 at load (stored as int8 + scales; "
            "inference runs in float32)");
   }

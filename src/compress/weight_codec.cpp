@@ -6,6 +6,7 @@
 #include <set>
 
 #include "frugal/compress.h"
+#include "frugal/checked.h"
 #include "frugal/error.h"
 
 namespace frugal {
@@ -114,8 +115,12 @@ torch::Tensor decode_one(const std::map<std::string, torch::Tensor>& stored, con
   const auto shape = entry.at("shape").get<std::vector<std::int64_t>>();
   const auto dtype = entry.at("dtype").get<std::string>();
   const auto encoding = entry.at("encoding").get<std::string>();
+  // Checked: the product sizes an allocation below, and every stored size is compared with it.
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    if (d < 0) bad(source, name, "dimensions of zero or more", std::to_string(d));
+    n = checked_mul(n, d, source + ": " + name, "an element count");
+  }
   auto values = get(name).to(torch::kFloat32).flatten();
   torch::Tensor w;
   if (encoding == "bitmask") {
@@ -160,6 +165,8 @@ std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, 
                                        : t.to(t.is_floating_point() ? torch::kFloat32 : t.scalar_type());
     } catch (const nlohmann::json::exception& e) {
       bad(source, name, "a valid compression index entry", e.what());
+    } catch (const c10::Error& e) {  // a shape LibTorch refuses (view, masked_scatter)
+      bad(source, name, "a shape that fits its stored values", e.what_without_backtrace());
     }
   }
   for (const auto& [name, entry] : index.items())

@@ -107,3 +107,49 @@ TEST_F(ModelFile, CompressedFileFromTheFutureIsRefused) {
     EXPECT_EQ(e.kind(), ErrorKind::unsupported);
   }
 }
+
+// A crafted compression index: wrong JSON types, negative or overflowing shapes, a shape that
+// does not fit the stored values. Each is bad input (exit 3) naming the file, never a
+// nlohmann/c10 exception escaping as an internal error, never an allocation of what it claims.
+TEST_F(ModelFile, CraftedCompressionIndexIsInvalidInputNotAnInternalError) {
+  apply_masks(*model, l1_prune_masks(*model, 0.5, PruneScope::layer));
+  CompressOptions o;
+  o.prune = 0.5;
+  save_compressed_model(dir / "m.safetensors", info, *model, o);
+  const auto good = load_checkpoint(dir / "m.safetensors");
+  const auto index = nlohmann::json::parse(good.extra.at("compression"));
+  const std::string first = index.at("tensors").begin().key();
+  std::vector<std::pair<std::string, nlohmann::json>> edits;
+  edits.push_back({"index is an array", nlohmann::json::array()});
+  auto j = index;
+  j["format"] = 7;
+  edits.push_back({"format is a number", j});
+  j = index;
+  j.erase("tensors");
+  edits.push_back({"no tensors", j});
+  j = index;
+  j["tensors"][first]["shape"] = {-8};
+  edits.push_back({"negative dimension", j});
+  j = index;
+  j["tensors"][first]["shape"] = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+  edits.push_back({"overflowing shape", j});
+  j = index;
+  j["tensors"][first]["encoding"] = "dense";
+  j["tensors"][first]["shape"] = {3, 5};
+  edits.push_back({"shape that does not fit the values", j});
+  for (const auto& [what, value] : edits) {
+    SCOPED_TRACE(what);
+    auto c = good;
+    c.extra["compression"] = value.dump();
+    save_checkpoint(dir / "bad.safetensors", c);
+    try {
+      load_model_any(dir / "bad.safetensors");
+      ADD_FAILURE() << "loaded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+      EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "escaped as " << typeid(e).name() << ": " << e.what();
+    }
+  }
+}
