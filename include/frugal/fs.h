@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,6 +53,10 @@ void pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset, const st
 void write_full(int fd, const void* buf, std::size_t n, const std::string& name);
 
 std::string read_file(const std::filesystem::path& path);
+
+// The whole file when it holds at most max_bytes, else nullopt (read no further than that): for
+// files a user did not write, whose size must not decide how much memory is used.
+std::optional<std::string> read_file_at_most(const std::filesystem::path& path, std::uint64_t max_bytes);
 
 // A unique temporary name beside `path` carrying kTempMarker.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);

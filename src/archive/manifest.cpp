@@ -22,21 +22,11 @@ namespace {
 constexpr std::uint64_t kMaxManifestBytes = 64u << 20;
 
 std::string read_manifest_text(const std::filesystem::path& path) {
-  UniqueFd fd = open_read(path);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t r = ::read(fd.get(), buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      fail_errno("read", path.string(), errno);
-    }
-    if (r == 0) return out;
-    if (out.size() + static_cast<std::size_t>(r) > kMaxManifestBytes)
-      fail(ErrorKind::invalid, path.string(), "a frugal-split manifest of at most 64 MiB", "a larger file",
-           "give the FILE.manifest.json written by 'frugal split'");
-    out.append(buf, static_cast<std::size_t>(r));
-  }
+  auto text = read_file_at_most(path, kMaxManifestBytes);
+  if (!text)
+    fail(ErrorKind::invalid, path.string(), "a frugal-split manifest of at most 64 MiB", "a larger file",
+         "give the FILE.manifest.json written by 'frugal split'");
+  return *std::move(text);
 }
 
 // A part or the original file: one plain name in the manifest's folder ("x.part0001"), never a

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <limits>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -63,7 +64,7 @@ void write_full(int fd, const void* buf, std::size_t n, const std::string& name)
   }
 }
 
-std::string read_file(const std::filesystem::path& path) {
+std::optional<std::string> read_file_at_most(const std::filesystem::path& path, std::uint64_t max_bytes) {
   UniqueFd fd = open_read(path);
   std::string out;
   char buf[1 << 16];
@@ -73,10 +74,14 @@ std::string read_file(const std::filesystem::path& path) {
       if (errno == EINTR) continue;
       fail_errno("read", path.string(), errno);
     }
-    if (r == 0) break;
+    if (r == 0) return out;
+    if (static_cast<std::uint64_t>(r) > max_bytes - out.size()) return std::nullopt;
     out.append(buf, static_cast<std::size_t>(r));
   }
-  return out;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  return *read_file_at_most(path, std::numeric_limits<std::uint64_t>::max());
 }
 
 std::filesystem::path temp_path_for(const std::filesystem::path& path) {

@@ -3,10 +3,10 @@
 #include <toml++/toml.h>
 
 #include <charconv>
-#include <fstream>
 #include <system_error>
 
 #include "frugal/error.h"
+#include "frugal/fs.h"
 
 namespace frugal::cli {
 namespace {
@@ -77,15 +77,10 @@ std::vector<std::string> config_args_from_toml(std::string_view text, const std:
 }
 
 std::vector<std::string> config_args(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(ErrorKind::usage, "--config " + file, "a readable TOML file", "none that can be opened", "");
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) fail(ErrorKind::usage, "--config " + file, "a readable TOML file", "a read error", "");
-  if (text.size() > kMaxConfigBytes)
+  auto text = read_file_at_most(file, kMaxConfigBytes);
+  if (!text)
     fail(ErrorKind::invalid, file, "a TOML file of at most 1 MiB", "a larger file", "give the train options' file");
-  return config_args_from_toml(text, file);
+  return config_args_from_toml(*text, file);
 }
 
 }  // namespace frugal::cli
