@@ -100,20 +100,33 @@ struct Batch {
   std::int64_t position = 0;  // index of the first sample of the NEXT batch in the epoch order
 };
 
-class Loader {
+// What training and evaluation read batches from, whoever builds them (the CPU Loader, the
+// GpuLoader). Same order, batching, resume and bad-image rules for every source.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Begins (or restarts) an epoch at `position` (a sample index into the epoch's order).
+  virtual void start(std::int64_t epoch, std::int64_t position = 0) = 0;
+  // nullopt at the end of the epoch. Undecodable samples are left out of their batch and counted;
+  // throws Error(invalid) once more than max_bad_fraction of the samples seen have failed.
+  virtual std::optional<Batch> next() = 0;
+  virtual std::int64_t batches_per_epoch() const = 0;
+  virtual std::uint64_t samples_seen() const = 0;
+  virtual std::uint64_t samples_bad() const = 0;
+};
+
+class Loader : public BatchSource {
  public:
   Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options);
-  ~Loader();
+  ~Loader() override;
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  void start(std::int64_t epoch, std::int64_t position = 0);
-  // nullopt at the end of the epoch. Undecodable samples are left out of their batch and counted;
-  // throws Error(invalid) once more than max_bad_fraction of the samples seen have failed.
-  std::optional<Batch> next();
-  std::int64_t batches_per_epoch() const;
-  std::uint64_t samples_seen() const;
-  std::uint64_t samples_bad() const;
+  void start(std::int64_t epoch, std::int64_t position = 0) override;
+  std::optional<Batch> next() override;
+  std::int64_t batches_per_epoch() const override;
+  std::uint64_t samples_seen() const override;
+  std::uint64_t samples_bad() const override;
 
  private:
   struct State;

@@ -38,22 +38,22 @@ struct GpuOutputOptions {
   int device = 0;  // CUDA device index
 };
 
-class GpuLoader {
+class GpuLoader : public BatchSource {
  public:
   // Throws Error(usage) when this build or machine cannot decode on the GPU (see select_decode).
   GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, GpuOutputOptions output = {});
-  ~GpuLoader();
+  ~GpuLoader() override;
   GpuLoader(const GpuLoader&) = delete;
   GpuLoader& operator=(const GpuLoader&) = delete;
 
-  void start(std::int64_t epoch, std::int64_t position = 0);
+  void start(std::int64_t epoch, std::int64_t position = 0) override;
   // images: (B, C, S, S) on the GPU, labels: (B) int64 on the CPU; nullopt at the end of the epoch.
   // A batch the GPU had no memory for (after freeing the cache and one retry) is decoded on the
   // CPU and comes back in host memory (noted once; counted in cpu_decoded()).
-  std::optional<Batch> next();
-  std::int64_t batches_per_epoch() const;
-  std::uint64_t samples_seen() const;
-  std::uint64_t samples_bad() const;
+  std::optional<Batch> next() override;
+  std::int64_t batches_per_epoch() const override;
+  std::uint64_t samples_seen() const override;
+  std::uint64_t samples_bad() const override;
   std::uint64_t cpu_decoded() const;  // images that went through the CPU (not JPEG, or nvJPEG refused)
   std::string backend() const;        // "hardware" or "cuda" once a batch was decoded, else ""
 

@@ -37,6 +37,10 @@ class Model : public torch::nn::Module {
   bool grad_checkpoint_ = false;
 };
 
+// A model's input defaults for `channels` (1 or 3): image_size, mean and std (classes left empty).
+// The ImageNet models take ImageNet's statistics, as torchvision's pretrained weights expect.
+ModelInfo default_model_info(const std::string& name, int channels);
+
 // Throws Error(usage) listing model_names() when `name` is unknown.
 std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels);
 std::vector<std::string> model_names();

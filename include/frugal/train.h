@@ -128,6 +128,9 @@ struct StepOptions {
 void to_channels_last(Model& model);
 torch::Tensor as_channels_last(const torch::Tensor& t);
 
+// (B, C, H, W) uint8 on any device -> normalized float on options.device (channels-last when asked).
+torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& options);
+
 struct StepResult {
   double loss = 0;          // mean over the step's samples
   std::int64_t samples = 0;
@@ -169,32 +172,11 @@ class TrainStep {
   bool oom_noted_ = false;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Evaluation
+}  // namespace frugal
 
-struct EvalResult {
-  double loss = 0, accuracy = 0;  // mean cross-entropy; top-1 in [0, 1]
-  std::int64_t samples = 0;
-  std::vector<double> per_class;  // accuracy per class index (NaN when a class has no samples)
-  nlohmann::json to_json(const std::vector<std::string>& classes) const;  // eval --json shape
-};
+#include "frugal/evaluate.h"  // evaluation over any BatchSource (needs StepOptions above)
 
-// Each loader batch (>= 256 samples in `frugal train`) is forwarded in chunks of at most
-// `micro_batch` (0: whole); on running out of memory the chunk is halved and redone (nothing of a
-// failed chunk is counted), and the size kept here for later calls; at 1 it is Error(budget).
-struct EvalOptions {
-  std::int64_t micro_batch = 0;
-  bool oom_noted = false;
-  std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's
-};
-
-class Loader;
-EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options,
-                    EvalOptions* eval = nullptr);
-// The same over any source of batches: next_batch fills (B, C, H, W) uint8 images and (B) labels,
-// false at the end.
-EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
-                    int num_classes, const StepOptions& options, EvalOptions* eval = nullptr);
+namespace frugal {
 
 // ---------------------------------------------------------------------------------------------
 // The run (`frugal train`)

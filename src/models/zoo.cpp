@@ -7,17 +7,26 @@
 namespace frugal {
 namespace {
 
+// `imagenet_input`: trained at 224 px with ImageNet's normalization, as torchvision's weights are;
+// the cnn is made for 28 px images normalized to [-1, 1].
 struct Entry {
   const char* name;
   std::shared_ptr<Model> (*make)(int, int);
+  bool imagenet_input;
 };
 
 const Entry kModels[] = {
-    {"cnn", detail::make_cnn},
-    {"resnet18", detail::make_resnet18},
-    {"resnet50", detail::make_resnet50},
-    {"efficientnet_b0", detail::make_efficientnet_b0},
+    {"cnn", detail::make_cnn, false},
+    {"resnet18", detail::make_resnet18, true},
+    {"resnet50", detail::make_resnet50, true},
+    {"efficientnet_b0", detail::make_efficientnet_b0, true},
 };
+
+bool imagenet_input(const std::string& name) {
+  for (auto& e : kModels)
+    if (name == e.name) return e.imagenet_input;
+  return true;
+}
 
 std::string shape_str(const torch::Tensor& t) {
   std::ostringstream s;
@@ -35,6 +44,25 @@ std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (auto& e : kModels) names.push_back(e.name);
   return names;
+}
+
+ModelInfo default_model_info(const std::string& name, int channels) {
+  ModelInfo info;
+  info.name = name;
+  info.channels = channels;
+  if (!imagenet_input(name)) {
+    info.image_size = 28;
+    info.mean = info.std = std::vector<float>(static_cast<std::size_t>(channels), 0.5f);
+  } else if (channels == 1) {
+    info.image_size = 224;
+    info.mean = {0.449f};
+    info.std = {0.226f};
+  } else {
+    info.image_size = 224;
+    info.mean = {0.485f, 0.456f, 0.406f};
+    info.std = {0.229f, 0.224f, 0.225f};
+  }
+  return info;
 }
 
 std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels) {

@@ -57,18 +57,6 @@ SaveCadence parse_save_every(const std::string& text) {
   return c;
 }
 
-std::vector<float> default_mean(const std::string& model, int channels) {
-  if (model == "cnn") return std::vector<float>(channels, 0.5f);
-  if (channels == 1) return {0.449f};
-  return {0.485f, 0.456f, 0.406f};  // ImageNet statistics, as torchvision's pretrained weights expect
-}
-
-std::vector<float> default_std(const std::string& model, int channels) {
-  if (model == "cnn") return std::vector<float>(channels, 0.5f);
-  if (channels == 1) return {0.226f};
-  return {0.229f, 0.224f, 0.225f};
-}
-
 // Everything one run holds; the loop below reads as the algorithm.
 class Run {
  public:
@@ -102,8 +90,8 @@ class Run {
   std::unique_ptr<TrainStep> step_;
   StepOptions step_options_;
   EvalOptions eval_options_;  // the evaluation chunk that fits, kept across epochs
-  std::unique_ptr<Loader> train_loader_, val_loader_;
-  std::unique_ptr<GpuLoader> gpu_train_loader_;  // instead of train_loader_ with --decode gpu
+  std::unique_ptr<BatchSource> train_loader_;  // the CPU Loader, or the GpuLoader with --decode gpu
+  std::unique_ptr<Loader> val_loader_;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<CheckpointWriter> writer_;
   std::unique_ptr<DiskBudget> budget_;
@@ -150,12 +138,9 @@ void Run::open_data() {
 }
 
 void Run::build_model() {
-  info_.name = c_.model;
+  info_ = default_model_info(c_.model, train_->channels());
   info_.classes = classes_;
-  info_.channels = train_->channels();
-  info_.image_size = c_.image_size > 0 ? c_.image_size : (c_.model == "cnn" ? 28 : 224);
-  info_.mean = default_mean(c_.model, info_.channels);
-  info_.std = default_std(c_.model, info_.channels);
+  if (c_.image_size > 0) info_.image_size = c_.image_size;
 
   std::tie(device_, amp_) = resolve_device(c_.device, c_.amp);
   if (!c_.gpu_memory.empty())
@@ -354,14 +339,13 @@ bool Run::should_stop(bool eval_due) {
 
 // Returns false when the run must stop (saved) before the epoch ends.
 bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
-  if (gpu_train_loader_) gpu_train_loader_->start(epoch, position);
-  else train_loader_->start(epoch, position);
+  train_loader_->start(epoch, position);
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
   for (;;) {
     Batches batches;
     std::int64_t next_position = position;
     for (int i = 0; i < c_.accum; ++i) {
-      auto b = gpu_train_loader_ ? gpu_train_loader_->next() : train_loader_->next();
+      auto b = train_loader_->next();
       if (!b) break;
       batches.emplace_back(b->images, b->labels);
       next_position = b->position;
@@ -454,7 +438,7 @@ int Run::execute() {
            "use --device cuda, or --decode cpu");
     GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
     go.device = device_.has_index() ? device_.index() : 0;
-    gpu_train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);
+    train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);
   } else {
     train_loader_ = std::make_unique<Loader>(train_, lo);
   }
@@ -462,7 +446,7 @@ int Run::execute() {
   lo.shuffle = false;
   lo.batch_size = std::max(c_.batch_size, 256);
   val_loader_ = std::make_unique<Loader>(val_, lo);
-  std::int64_t batches = gpu_train_loader_ ? gpu_train_loader_->batches_per_epoch() : train_loader_->batches_per_epoch();
+  std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);

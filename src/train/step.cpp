@@ -1,4 +1,4 @@
-// The accumulated training step (with OOM recovery) and evaluation.
+// The accumulated training step (with OOM recovery).
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
@@ -12,15 +12,15 @@
 #include "train/device.h"
 
 namespace frugal {
-namespace {
 
-// (B, C, H, W) uint8 on the host -> normalized float on the device.
-torch::Tensor prepare(const torch::Tensor& images, const StepOptions& o) {
+torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& o) {
   auto x = images.to(o.device, /*non_blocking=*/true);
   x = normalize(x, o.mean, o.std);
   if (o.channels_last) x = as_channels_last(x);
   return x;
 }
+
+namespace {
 
 // What optimizer.step() changes in place, per parameter: the parameter's and its state tensors'
 // version counters (bumped by every in-place write, grad mode or not) and AdamW's step count.
@@ -81,7 +81,7 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
       std::int64_t end = std::min<std::int64_t>(start + micro, images.size(0));
       if (before_micro_step) before_micro_step(micro_steps_);
       ++micro_steps_;
-      auto x = prepare(images.slice(0, start, end), options_);
+      auto x = prepare_batch(images.slice(0, start, end), options_);
       auto y = labels.slice(0, start, end).to(options_.device, /*non_blocking=*/true);
       torch::Tensor loss;
       {
@@ -154,90 +154,6 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
       recovered = true;
     }
   }
-}
-
-nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
-  nlohmann::json per = nlohmann::json::object();
-  for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)
-    per[classes[i]] = std::isnan(per_class[i]) ? nlohmann::json(nullptr) : nlohmann::json(per_class[i]);
-  return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
-}
-
-EvalResult evaluate(Model& model, Loader& loader, int num_classes, const StepOptions& options, EvalOptions* eval) {
-  loader.start(0, 0);
-  return evaluate(model, [&](torch::Tensor& images, torch::Tensor& labels) {
-    auto b = loader.next();
-    if (!b) return false;
-    images = b->images;
-    labels = b->labels;
-    return true;
-  }, num_classes, options, eval);
-}
-
-EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch, int num_classes,
-                    const StepOptions& options, EvalOptions* eval) {
-  EvalOptions local;
-  EvalOptions& e = eval ? *eval : local;
-  torch::NoGradGuard no_grad;
-  bool was_training = model.is_training();
-  model.eval();
-  auto dev = torch::TensorOptions().device(options.device);
-  auto loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
-  auto correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
-  auto count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
-  std::int64_t forwards = 0;
-  torch::Tensor batch_images, batch_labels;
-  while (next_batch(batch_images, batch_labels)) {
-    const std::int64_t n = batch_images.size(0);
-    for (std::int64_t start = 0; start < n;) {
-      const std::int64_t end = e.micro_batch > 0 ? std::min(n, start + e.micro_batch) : n;
-      try {
-        if (e.before_forward) e.before_forward(forwards);
-        ++forwards;
-        auto x = prepare(batch_images.slice(0, start, end), options);
-        auto y = batch_labels.slice(0, start, end).to(options.device, /*non_blocking=*/true);
-        torch::Tensor logits;
-        {
-          AutocastGuard autocast(options.device.type(), options.amp);
-          logits = model.forward(x).to(torch::kFloat32);
-        }
-        // Every temporary first: a chunk that runs out of memory must add nothing.
-        auto loss = torch::nn::functional::cross_entropy(
-            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kFloat64);
-        auto hit = (logits.argmax(1) == y).to(torch::kInt64);
-        auto ones = torch::ones_like(y);
-        loss_sum += loss;
-        correct.index_add_(0, y, hit);
-        count.index_add_(0, y, ones);
-        start = end;
-      } catch (const c10::Error& err) {
-        // Evaluation batches are >= 256 samples: more than a training micro-batch that fits.
-        if (!is_out_of_memory(err)) throw;
-        empty_device_cache(options.device);
-        const std::int64_t chunk = end - start;
-        if (chunk <= 1)
-          fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
-               "use a smaller --image-size or model, or a larger --gpu-memory");
-        e.micro_batch = chunk / 2;
-        if (!e.oom_noted)
-          note("out of GPU memory evaluating " + std::to_string(chunk) + " images at once; continuing with " +
-               std::to_string(e.micro_batch));
-        e.oom_noted = true;
-      }
-    }
-  }
-  model.train(was_training);
-  EvalResult r;
-  auto c = correct.cpu(), n = count.cpu();
-  r.samples = n.sum().item<std::int64_t>();
-  if (r.samples == 0) return r;
-  r.loss = loss_sum.item<double>() / static_cast<double>(r.samples);
-  r.accuracy = static_cast<double>(c.sum().item<std::int64_t>()) / static_cast<double>(r.samples);
-  for (int i = 0; i < num_classes; ++i) {
-    auto ni = n[i].item<std::int64_t>();
-    r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
-  }
-  return r;
 }
 
 }  // namespace frugal
