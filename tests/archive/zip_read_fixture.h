@@ -1,6 +1,6 @@
 // Test helper: builds zip archives byte by byte, so that tests can craft every field (lying sizes,
 // overlaps, fake end records). Independent reference writers (Info-ZIP zip, Python's zipfile) are
-// exercised by the CLI tests in tests/cli/aread_*.sh.
+// exercised by the CLI tests in tests/cli/archive_read_*.sh.
 #pragma once
 
 #include <libdeflate.h>

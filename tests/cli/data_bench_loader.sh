@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # frugal bench loader: JSON shape, and exit 3 with counts when too many images are undecodable.
-set -euo pipefail
-[[ -n ${FRUGAL_PYTHON:-} ]] || { echo "no FRUGAL_PYTHON" >&2; exit 77; }
-"$FRUGAL_PYTHON" -c "import PIL, numpy" 2>/dev/null || { echo "no PIL" >&2; exit 77; }
-command -v frugal-torch >/dev/null || { echo "frugal-torch not built" >&2; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-"$FRUGAL_PYTHON" "$FRUGAL_SOURCE_DIR/tests/data/make_archives.py" "$tmp"
+source "$(dirname "$0")/lib/common.sh"
+[[ -n ${FRUGAL_PYTHON:-} ]] || skip "no FRUGAL_PYTHON"
+needs_python PIL numpy
+needs_commands frugal-torch
+"$py" "$src/tests/data/make_archives.py" "$t"
 
-frugal bench loader "$tmp/folders.zip" --seconds 1 --image-size 32 --batch-size 4 --json >"$tmp/out.json"
-"$FRUGAL_PYTHON" - "$tmp/out.json" <<'PY'
+frugal bench loader "$t/folders.zip" --seconds 1 --image-size 32 --batch-size 4 --json >"$t/out.json"
+"$py" - "$t/out.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 for k in ("images_per_s", "images", "seconds"):
@@ -18,17 +16,9 @@ assert d["images"] > 0 and d["images_per_s"] > 0, d
 assert d["skipped"] == 6, d   # the junk in folders.zip
 PY
 
-set +e
-frugal bench loader "$tmp/bad_many.zip" --seconds 1 --image-size 16 --batch-size 10 >"$tmp/out.txt" 2>"$tmp/err.txt"
-rc=$?
-set -e
-[[ $rc -eq 3 ]] || { echo "expected exit 3 for 3% bad images, got $rc"; cat "$tmp/err.txt"; exit 1; }
-grep -q "max-bad-fraction" "$tmp/err.txt" || { echo "message lacks the option"; cat "$tmp/err.txt"; exit 1; }
-grep -q "bad[0-9].jpg" "$tmp/err.txt" || { echo "message lacks an example entry"; cat "$tmp/err.txt"; exit 1; }
+expect_exit "3% bad images are refused" 3 frugal bench loader "$t/bad_many.zip" --seconds 1 --image-size 16 --batch-size 10
+expect_msg "...naming the option" "max-bad-fraction"
+grep -q "bad[0-9].jpg" "$t/err" || die "the message lacks an example entry" "$t/err"
 
-set +e
-frugal bench loader "$tmp/folders.zip" --workers 0 >/dev/null 2>&1
-rc=$?
-set -e
-[[ $rc -eq 2 ]] || { echo "expected exit 2 for --workers 0, got $rc"; exit 1; }
-echo ok
+expect_exit "--workers 0 is a usage error" 2 frugal bench loader "$t/folders.zip" --workers 0
+finish

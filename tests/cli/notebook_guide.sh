@@ -4,17 +4,12 @@
 # are replaced (paths under a scratch folder, this checkout as the repository, a small model, a
 # deadline of seconds, then a long one); the build inside the cell runs as `make -n`
 # (MAKEFLAGS=n), so the cell trains with the frugal this build made, which is on PATH.
-set -u
-src=${FRUGAL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${FRUGAL_BINARY_DIR:-$src/build}/bin
-py=${FRUGAL_PYTHON:-$src/.venv/bin/python}
-[ -x "$bin/frugal-torch" ] || { echo "skip: frugal-torch not built"; exit 77; }
-"$py" -c 'import PIL, skimage' 2>/dev/null || { echo "skip: $py lacks PIL or scikit-image"; exit 77; }
-tmp=$(mktemp -d /tmp/frugal-notebook-test.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-ok() { echo "ok   $*"; }
+source "$(dirname "$0")/lib/common.sh"
+keep_going
+py=${FRUGAL_PYTHON:-$src/.venv/bin/python}  # run by hand: the checkout's .venv (scikit-image)
+[ -x "$bin/frugal-torch" ] || skip "frugal-torch not built"
+needs_python PIL skimage
+tmp=$t
 
 # The fenced block after README's "<!-- notebook-guide: NAME -->", without its fences.
 block() {
@@ -25,21 +20,21 @@ block() {
 }
 block pack >"$tmp/pack.sh"
 block cell >"$tmp/cell.in"
-[ -s "$tmp/pack.sh" ] && [ -s "$tmp/cell.in" ] || { fail "README lacks the notebook-guide blocks"; exit 1; }
+[ -s "$tmp/pack.sh" ] && [ -s "$tmp/cell.in" ] || { bad "README lacks the notebook-guide blocks"; exit 1; }
 
 # Step 1, on "your own machine": tiny photos, packed and split as the README says.
 mkdir -p "$tmp/own" "$tmp/working" "$tmp/tmpdisk"
-"$py" "$src/scripts/make-photos.py" "$tmp/own/photos" --count 120 --seed 3 >/dev/null || { fail "make-photos"; exit 1; }
+"$py" "$src/scripts/make-photos.py" "$tmp/own/photos" --count 120 --seed 3 >/dev/null || { bad "make-photos"; exit 1; }
 (cd "$tmp/own" && PATH="$bin:$PATH" bash -e "$tmp/pack.sh") >"$tmp/pack.log" 2>&1 &&
-  ok "step 1 (pack, verify) runs as written" || { fail "step 1: $(tail -5 "$tmp/pack.log")"; }
+  ok "step 1 (pack, verify) runs as written" || { bad "step 1: $(tail -5 "$tmp/pack.log")"; }
 cp -r "$tmp/own/upload" "$tmp/working/"  # the upload
 
 # Step 2: the cell with its edit-me lines replaced, and only those.
-head -1 "$tmp/cell.in" | grep -qx '%%bash' || fail "the cell does not start with %%bash"
+head -1 "$tmp/cell.in" | grep -qx '%%bash' || bad "the cell does not start with %%bash"
 marker='# (edit the lines above; the rest stays as it is)'
-grep -qxF "$marker" "$tmp/cell.in" || { fail "the cell lacks its edit-me marker"; exit 1; }
+grep -qxF "$marker" "$tmp/cell.in" || { bad "the cell lacks its edit-me marker"; exit 1; }
 names=$(sed -n "2,/^# (edit the lines above/p" "$tmp/cell.in" | sed -n 's/^\([A-Z]*\)=.*/\1/p' | tr '\n' ' ')
-[ "$names" = "WORK TMPDISK REPO DATA TRAIN DEADLINE " ] && ok "edit-me lines: $names" || fail "edit-me lines are '$names'"
+[ "$names" = "WORK TMPDISK REPO DATA TRAIN DEADLINE " ] && ok "edit-me lines: $names" || bad "edit-me lines are '$names'"
 # Session 1 gets a deadline far too short for 40 epochs (it must stop, exit 75, saved); the later
 # ones get one that is long enough, as a longer next session would: each must resume.
 cell() {  # cell DEADLINE > script
@@ -58,26 +53,25 @@ for session in 1 2 3 4; do
   (cd "$tmp" && env PATH="$bin:$PATH" MAKEFLAGS=n bash "$tmp/cell.sh") >"$tmp/s$session.log" 2>&1
   rc=$?
   log=$tmp/s$session.log
-  [ $rc -eq 0 ] || { fail "session $session: exit $rc"; tail -20 "$log"; break; }
+  [ $rc -eq 0 ] || { bad "session $session: exit $rc"; tail -20 "$log"; break; }
   grep -q "^resuming from" "$log" && resumed=$((resumed + 1))
   if grep -qx "stopped in time and saved: run this cell again next session; it resumes" "$log"; then
     stopped=$((stopped + 1))
   elif grep -qx "training finished: go on with step 4" "$log"; then
     finished=$session; break
   else
-    fail "session $session: neither finished nor stopped"; tail -20 "$log"; break
+    bad "session $session: neither finished nor stopped"; tail -20 "$log"; break
   fi
 done
 s1=$tmp/s1.log
 grep -q "ninja -C build -j [0-9]* frugal frugal-torch" "$s1" && grep -q "scripts/setup.sh" "$s1" &&
-  ok "the cell sets up and builds frugal and frugal-torch only" || { fail "build step"; head -20 "$s1"; }
-[ -f "$tmp/working/frugal/README.md" ] && ok "cloned into the persistent folder" || fail "no clone in WORK"
-grep -q "^LibTorch " "$s1" && ok "frugal doctor ran" || fail "no doctor report in session 1"
-[ "$finished" -eq 2 ] && ok "finished in session 2" || fail "finished in session $finished (want 2)"
-grep -q "^stopped (deadline)" "$s1" && ok "session 1 was cut by its deadline" || fail "session 1 was not cut by its deadline"
+  ok "the cell sets up and builds frugal and frugal-torch only" || { bad "build step"; head -20 "$s1"; }
+[ -f "$tmp/working/frugal/README.md" ] && ok "cloned into the persistent folder" || bad "no clone in WORK"
+grep -q "^LibTorch " "$s1" && ok "frugal doctor ran" || bad "no doctor report in session 1"
+[ "$finished" -eq 2 ] && ok "finished in session 2" || bad "finished in session $finished (want 2)"
+grep -q "^stopped (deadline)" "$s1" && ok "session 1 was cut by its deadline" || bad "session 1 was not cut by its deadline"
 [ "$stopped" -ge 1 ] && [ "$resumed" -eq "$stopped" ] && ok "$stopped sessions stopped at the deadline (75), each next one resumed" ||
-  fail "stopped $stopped, resumed $resumed"
-[ -d "$tmp/working/runs/r18" ] && ok "the run is in the persistent folder" || fail "no runs/r18 in WORK"
+  bad "stopped $stopped, resumed $resumed"
+[ -d "$tmp/working/runs/r18" ] && ok "the run is in the persistent folder" || bad "no runs/r18 in WORK"
 
-[ $fails -eq 0 ] && echo "notebook_guide: all passed" || echo "notebook_guide: $fails failed"
-[ $fails -eq 0 ]
+finish

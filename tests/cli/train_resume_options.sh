@@ -3,28 +3,13 @@
 # command; options that change what is learned (model, effective batch, data) are refused with
 # exit 2 naming them, unless --fresh. A deadline too short for one step exits 4; a deadline reached
 # mid-run exits 75 and says how to continue.
-set -uo pipefail
-py=${FRUGAL_PYTHON:-python3}
-"$py" -c "import numpy, PIL" 2>/dev/null || { echo "skip: needs numpy + pillow in $py"; exit 77; }
-command -v frugal-torch >/dev/null || { echo "skip: frugal-torch not built"; exit 77; }
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
-fails=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails+1)); fi; }
+source "$(dirname "$0")/lib/common.sh"
+keep_going
+needs_python numpy PIL
+needs_commands frugal-torch
 
-"$py" - "$t/data.zip" "$t/more.zip" <<'PY'
-import io, sys, zipfile
-import numpy as np
-from PIL import Image
-rng = np.random.default_rng(0)
-for path, n in [(sys.argv[1], 40), (sys.argv[2], 50)]:
-    with zipfile.ZipFile(path, "w") as z:
-        for cls, lo, hi in [("bright", 160, 255), ("dark", 0, 96)]:
-            for i in range(n):
-                buf = io.BytesIO()
-                Image.fromarray(rng.integers(lo, hi, (28, 28), dtype=np.uint8)).save(buf, "PNG")
-                z.writestr(f"{cls}/{i:03d}.png", buf.getvalue())
-PY
+make_two_class_zip "$t/data.zip" 40
+make_two_class_zip "$t/more.zip" 50 png 1
 args=(--data "$t/data.zip" --model cnn --epochs 2 --batch-size 8 --workers 1 --device cpu --run "$t/run")
 frugal train "${args[@]}" 2>"$t/log1"
 check "first run finishes" '[ $? -eq 0 ]'
@@ -59,4 +44,5 @@ check "a deadline reached mid-run exits 75" '[ $? -eq 75 ]'
 check "...says how to continue" 'grep -qi "same command" "$t/log8"'
 check "...and leaves a checkpoint to resume from" '[ -n "$(ls "$t/long" | grep ckpt-)" ]'
 
-[ $fails -eq 0 ] || { for f in "$t"/log*; do echo "== $f"; tail -5 "$f"; done; echo "$fails failed"; exit 1; }
+[ $fails -eq 0 ] || for f in "$t"/log*; do echo "== $f"; tail -5 "$f"; done
+finish

@@ -3,26 +3,16 @@
 # header nested a million levels deep, a delta based on itself, metadata of the wrong JSON type.
 # Each is exit 3 naming the file (never a signal, never "internal error"), nothing is exported, and
 # a resume meeting the crafted delta goes back to the previous good checkpoint.
-set -euo pipefail
-py=${FRUGAL_PYTHON:-python3}
-"$py" -c "import numpy, PIL, ctypes.util, sys; sys.exit(0 if ctypes.util.find_library('xxhash') else 1)" 2>/dev/null ||
-  { echo "skip: needs numpy + pillow + libxxhash in $py"; exit 77; }
-command -v frugal-torch >/dev/null && command -v frugal >/dev/null || { echo "skip: frugal / frugal-torch not built"; exit 77; }
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
+source "$(dirname "$0")/lib/common.sh"
+needs_python numpy PIL
+"$py" -c "import ctypes.util, sys; sys.exit(0 if ctypes.util.find_library('xxhash') else 1)" 2>/dev/null ||
+  skip "libxxhash not loadable from $py"
+needs_commands frugal frugal-torch
 
+make_two_class_zip "$t/data.zip" 8
 "$py" - "$t" <<'PY'
-import ctypes, ctypes.util, io, json, struct, sys, zipfile
-import numpy as np
-from PIL import Image
+import ctypes, ctypes.util, json, struct, sys
 t = sys.argv[1]
-rng = np.random.default_rng(0)
-with zipfile.ZipFile(f"{t}/data.zip", "w") as z:
-    for cls, lo, hi in [("bright", 160, 255), ("dark", 0, 96)]:
-        for i in range(8):
-            buf = io.BytesIO()
-            Image.fromarray(rng.integers(lo, hi, (28, 28), dtype=np.uint8)).save(buf, "PNG")
-            z.writestr(f"{cls}/{i:03d}.png", buf.getvalue())
 xxh = ctypes.CDLL(ctypes.util.find_library("xxhash"))
 xxh.XXH3_64bits.restype = ctypes.c_uint64
 xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -59,22 +49,20 @@ PY
 
 for f in wrap deep classes run/ckpt-e0002-s000020.delta; do
   for cmd in eval export; do
-    rc=0
     if [[ $cmd == eval ]]; then
-      frugal eval "$t/$f.safetensors" --data "$t/data.zip" >/dev/null 2>"$t/err" || rc=$?
+      expect_exit "eval $f is refused" 3 frugal eval "$t/$f.safetensors" --data "$t/data.zip"
     else
-      frugal export "$t/$f.safetensors" -o "$t/out.onnx" >/dev/null 2>"$t/err" || rc=$?
+      expect_exit "export $f is refused" 3 frugal export "$t/$f.safetensors" -o "$t/out.onnx"
     fi
-    [[ $rc -eq 3 ]] || { echo "$cmd $f: expected exit 3, got $rc"; cat "$t/err"; exit 1; }
-    grep -q "$(basename "$f").safetensors" "$t/err" || { echo "$cmd $f: the file is not named"; cat "$t/err"; exit 1; }
-    if grep -qi "internal error" "$t/err"; then echo "$cmd $f: internal error"; cat "$t/err"; exit 1; fi
-    [[ ! -e $t/out.onnx ]] || { echo "$cmd $f: exported"; exit 1; }
+    expect_msg "...naming the file" "$(basename "$f").safetensors"
+    ! grep -qi "internal error" "$t/err" || die "$cmd $f: internal error" "$t/err"
+    [[ ! -e $t/out.onnx ]] || die "$cmd $f: exported"
   done
 done
 
 # Resume: a finished run's good checkpoints, then the crafted delta as the newest file.
 train() { frugal train --data "$t/data.zip" --run "$t/run2" --model cnn --epochs 2 --batch-size 8 --val-split 0.25 --workers 1; }
-train 2>"$t/train1.log" || { cat "$t/train1.log"; exit 1; }
+train 2>"$t/train1.log" || die "the first training" "$t/train1.log"
 good=$(cd "$t/run2" && ls ckpt-*.safetensors | tail -1)
 step=$(echo "$good" | sed 's/.*-s0*\([0-9][0-9]*\)\..*/\1/')
 crafted="ckpt-e0099-s009999.delta.safetensors"
@@ -88,10 +76,8 @@ hb = json.dumps(h).encode()
 hb += b" " * ((8 - len(hb) % 8) % 8)
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
 PY
-rc=0
-train 2>"$t/train2.log" || rc=$?
-[[ $rc -eq 0 ]] || { echo "resume past the crafted delta: exit $rc"; cat "$t/train2.log"; exit 1; }
-grep -q "skipping checkpoint .*$crafted" "$t/train2.log" || { echo "crafted delta not named"; cat "$t/train2.log"; exit 1; }
-grep -q "resuming from $good (epoch 3, step $step)" "$t/train2.log" ||
-  { echo "did not resume from $good"; cat "$t/train2.log"; exit 1; }
-echo "ok: crafted checkpoints are exit 3; resume fell back to $good"
+train 2>"$t/train2.log" || die "resume past the crafted delta: exit $?" "$t/train2.log"
+grep -q "skipping checkpoint .*$crafted" "$t/train2.log" || die "crafted delta not named" "$t/train2.log"
+grep -q "resuming from $good (epoch 3, step $step)" "$t/train2.log" || die "did not resume from $good" "$t/train2.log"
+ok "crafted checkpoints are exit 3; resume fell back to $good"
+finish

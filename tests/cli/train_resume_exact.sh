@@ -5,13 +5,12 @@
 # appears (not on a timer), must reach a live process, and every resumed run must say where it
 # resumed: a step strictly inside the run, past the previous resume point. Data: a zip of
 # generated 28x28 PNGs (Python, PIL).
-set -euo pipefail
-py=${FRUGAL_PYTHON:-python3}
-command -v frugal-torch >/dev/null || { echo "skip: frugal-torch not built"; exit 77; }
-"$py" -c 'import PIL, safetensors, torch' 2>/dev/null || { echo "skip: python lacks PIL/safetensors/torch"; exit 77; }
-work=$(mktemp -d)
+source "$(dirname "$0")/lib/common.sh"
+needs_commands frugal-torch
+needs_python PIL safetensors torch
+work=$t
 pid=
-trap '[[ -n $pid ]] && kill -KILL $pid 2>/dev/null; rm -rf "$work"' EXIT
+on_exit '[[ -n $pid ]] && kill -KILL $pid 2>/dev/null'
 "$py" - "$work/digits.zip" <<'PY'
 import io, random, sys, zipfile
 from PIL import Image, ImageDraw
@@ -37,7 +36,7 @@ PY
 args=(--data "$work/digits.zip" --model cnn --epochs 3 --batch-size 2 --deterministic
       --device cpu --workers 1 --seed 7 --save-every 4steps --keep-last 2)
 
-fail() { { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -8 "$f"; done; } >&2; exit 1; }
+fail() { die "$*" "$work"/*.log >&2; }  # stderr: resumed_step runs in $(...)
 
 frugal train "${args[@]}" --run "$work/ref" > /dev/null 2> "$work/ref.log" || fail "uninterrupted run"
 total=$(sed -n 's/.*; \([0-9]*\) steps of .*/\1/p' "$work/ref.log" | head -1)
@@ -140,3 +139,4 @@ print(f"compared {len(weights)} weight tensors of {os.path.basename(newest(sys.a
 assert not bad, bad
 assert not state_bad, state_bad
 PY
+finish

@@ -2,25 +2,20 @@
 # frugal pack against independent readers (Info-ZIP unzip -t / -l, Python's zipfile.testzip):
 # a folder of class sub-folders, --split (parts + manifest only),
 # and Fashion-MNIST's t10k IDX set (10 class folders of 1,000 PNGs).
-set -u
-command -v unzip >/dev/null || { echo "skip: unzip missing"; exit 77; }
-PY=${FRUGAL_PYTHON:-python3}
+source "$(dirname "$0")/lib/common.sh"
+keep_going
+needs_commands unzip
 # Pillow decodes the PNGs independently; FRUGAL_PYTHON may lack it, the project's .venv has it.
 PIL_PY=""
-for p in "$PY" "${FRUGAL_SOURCE_DIR:-.}/.venv/bin/python"; do
+for p in "$py" "$src/.venv/bin/python"; do
   "$p" -c "import PIL" 2>/dev/null && { PIL_PY=$p; break; }
 done
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails+1)); }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-testzip() { "$PY" -c 'import sys, zipfile; sys.exit(0 if zipfile.ZipFile(sys.argv[1]).testzip() is None else 1)' "$1"; }
+testzip() { "$py" -c 'import sys, zipfile; sys.exit(0 if zipfile.ZipFile(sys.argv[1]).testzip() is None else 1)' "$1"; }
 count() { unzip -l "$1" | tail -1 | awk '{print $2}'; }
 
 # A folder of class sub-folders: images (PNG written here with zlib, JPEG by its magic bytes)
 # stored, other files deflated.
-"$PY" - "$T/src" <<'PY'
+"$py" - "$t/src" <<'PY'
 import os, struct, sys, zlib
 def png(value):  # 8x8 grayscale
     def chunk(kind, data):
@@ -36,15 +31,15 @@ for c in ("cat", "dog"):
         open(os.path.join(root, c, f"{i}.jpg"), "wb").write(b"\xff\xd8\xff\xe0" + os.urandom(300))
     open(os.path.join(root, c, "notes.txt"), "w").write("text " * 200)
 PY
-frugal pack "$T/src" -o "$T/f.zip" 2>"$T/err"
+frugal pack "$t/src" -o "$t/f.zip" 2>"$t/err"
 check "pack folder exits 0" '[ $? -eq 0 ]'
-check "unzip -t accepts the folder pack" 'unzip -tq "$T/f.zip" >/dev/null'
-check "zipfile.testzip accepts the folder pack" 'testzip "$T/f.zip"'
-check "unzip -l lists 14 entries" '[ "$(count "$T/f.zip")" == 14 ]'
+check "unzip -t accepts the folder pack" 'unzip -tq "$t/f.zip" >/dev/null'
+check "zipfile.testzip accepts the folder pack" 'testzip "$t/f.zip"'
+check "unzip -l lists 14 entries" '[ "$(count "$t/f.zip")" == 14 ]'
 check "images stored, text deflated" \
-  '[ "$(unzip -v "$T/f.zip" | awk "/cat\/0.png|cat\/0.jpg|cat\/notes.txt/ {print \$2}" | tr "\n" " ")" == "Stored Stored Defl:N " ]'
-frugal pack "$T/src" -o "$T/f2.zip" 2>/dev/null
-check "packing twice gives identical bytes" 'cmp -s "$T/f.zip" "$T/f2.zip"'
+  '[ "$(unzip -v "$t/f.zip" | awk "/cat\/0.png|cat\/0.jpg|cat\/notes.txt/ {print \$2}" | tr "\n" " ")" == "Stored Stored Defl:N " ]'
+frugal pack "$t/src" -o "$t/f2.zip" 2>/dev/null
+check "packing twice gives identical bytes" 'cmp -s "$t/f.zip" "$t/f2.zip"'
 
 # Zip64 with more than 65,535 entries is checked against unzip -t and zipfile.testzip in
 # tests/archive/zip_writer_test.cpp (ZipWriter.MoreThan65535EntriesUseZip64): creating 66,000 files
@@ -53,15 +48,15 @@ check "packing twice gives identical bytes" 'cmp -s "$T/f.zip" "$T/f2.zip"'
 # Fashion-MNIST t10k from IDX (gzipped), whole and split.
 FM=/usr/share/datasets/fashion-mnist
 if [ -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
-  frugal pack "$FM" --idx-set t10k -o "$T/fm.zip" --json > "$T/fm.json" 2>"$T/err"
+  frugal pack "$FM" --idx-set t10k -o "$t/fm.zip" --json > "$t/fm.json" 2>"$t/err"
   check "pack IDX exits 0" '[ $? -eq 0 ]'
-  check "unzip -t accepts the IDX pack" 'unzip -tq "$T/fm.zip" >/dev/null'
-  check "zipfile.testzip accepts the IDX pack" 'testzip "$T/fm.zip"'
+  check "unzip -t accepts the IDX pack" 'unzip -tq "$t/fm.zip" >/dev/null'
+  check "zipfile.testzip accepts the IDX pack" 'testzip "$t/fm.zip"'
   check "10 class folders of 1,000 PNGs, in label order" \
-    '[ "$(unzip -Z1 "$T/fm.zip" | cut -d/ -f1 | uniq -c | awk "{print \$2\":\"\$1}" | tr "\n" " ")" == "0_T-shirt_top:1000 1_Trouser:1000 2_Pullover:1000 3_Dress:1000 4_Coat:1000 5_Sandal:1000 6_Shirt:1000 7_Sneaker:1000 8_Bag:1000 9_Ankle_boot:1000 " ]'
-  check "entry names are zero-padded IDX indices" 'unzip -Z1 "$T/fm.zip" | grep -qx "9_Ankle_boot/t10k_00000.png"'
+    '[ "$(unzip -Z1 "$t/fm.zip" | cut -d/ -f1 | uniq -c | awk "{print \$2\":\"\$1}" | tr "\n" " ")" == "0_T-shirt_top:1000 1_Trouser:1000 2_Pullover:1000 3_Dress:1000 4_Coat:1000 5_Sandal:1000 6_Shirt:1000 7_Sneaker:1000 8_Bag:1000 9_Ankle_boot:1000 " ]'
+  check "entry names are zero-padded IDX indices" 'unzip -Z1 "$t/fm.zip" | grep -qx "9_Ankle_boot/t10k_00000.png"'
   if [ -z "$PIL_PY" ]; then echo "skip: PNG pixel check (no Python with Pillow)"; else
-  check "PNGs decode to the IDX pixels" '"$PIL_PY" - "$T/fm.zip" "$FM/t10k-images-idx3-ubyte.gz" <<'"'"'PY'"'"'
+  check "PNGs decode to the IDX pixels" '"$PIL_PY" - "$t/fm.zip" "$FM/t10k-images-idx3-ubyte.gz" <<'"'"'PY'"'"'
 import gzip, io, sys, zipfile
 from PIL import Image
 raw = gzip.open(sys.argv[2]).read()[16:]
@@ -70,19 +65,18 @@ im = Image.open(io.BytesIO(z.read("9_Ankle_boot/t10k_00000.png")))
 sys.exit(0 if im.mode == "L" and im.size == (28, 28) and im.tobytes() == raw[:784] else 1)
 PY'
   fi
-  mkdir "$T/set"
-  frugal pack "$FM/t10k-images-idx3-ubyte.gz" -o "$T/set/fm.zip" --split 2M 2>/dev/null
+  mkdir "$t/set"
+  frugal pack "$FM/t10k-images-idx3-ubyte.gz" -o "$t/set/fm.zip" --split 2M 2>/dev/null
   check "pack --split writes parts and a manifest, no whole zip" \
-    '[ ! -e "$T/set/fm.zip" ] && [ -f "$T/set/fm.zip.manifest.json" ] && [ -f "$T/set/fm.zip.part0001" ]'
-  check "no part is over 2M" '[ -z "$(find "$T/set" -name "fm.zip.part*" -size +2048k)" ]'
-  frugal join "$T/set/fm.zip.manifest.json" -o "$T/joined.zip" 2>/dev/null
-  check "the split pack joins to the same zip as the whole pack" 'cmp -s "$T/joined.zip" "$T/fm.zip"'
+    '[ ! -e "$t/set/fm.zip" ] && [ -f "$t/set/fm.zip.manifest.json" ] && [ -f "$t/set/fm.zip.part0001" ]'
+  check "no part is over 2M" '[ -z "$(find "$t/set" -name "fm.zip.part*" -size +2048k)" ]'
+  frugal join "$t/set/fm.zip.manifest.json" -o "$t/joined.zip" 2>/dev/null
+  check "the split pack joins to the same zip as the whole pack" 'cmp -s "$t/joined.zip" "$t/fm.zip"'
 else
   echo "skip: $FM not installed (Debian's fashion-mnist data)"
 fi
 
-frugal pack "$T/nothing-here" -o "$T/x.zip" 2>/dev/null
+frugal pack "$t/nothing-here" -o "$t/x.zip" 2>/dev/null
 check "missing SRC is a usage error (2)" '[ $? -eq 2 ]'
 
-[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
-[ $fails -eq 0 ]
+finish

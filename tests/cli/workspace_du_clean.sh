@@ -4,12 +4,14 @@
 # Usage is what the file system allocates; clean removes only temporaries whose writer is gone
 # (a live one holds its flock) and never an interrupted join's output, which it lists with how to
 # resume.
-set -euo pipefail
-py=${FRUGAL_PYTHON:-python3}
+source "$(dirname "$0")/lib/common.sh"
 "$py" -c 'import ctypes.util, sys; sys.exit(0 if ctypes.util.find_library("xxhash") else 1)' ||
-  { echo "skip: libxxhash not loadable from python"; exit 77; }
-ws=$(mktemp -d) out=$(mktemp -d)
-trap 'rm -rf "$ws" "$out"' EXIT
+  skip "libxxhash not loadable from $py"
+needs_commands frugal
+ws=$t/workspace out=$t/results
+holder=
+on_exit '[[ -z $holder ]] || kill $holder 2>/dev/null || true'
+mkdir -p "$ws" "$out"
 mkdir -p "$ws/data" "$ws/run"
 head -c 3000 /dev/zero > "$ws/data/a.zip"
 echo '{"keep_last": 1, "keep_best": 1, "disk_budget": "1M"}' > "$ws/run/config.json"
@@ -48,9 +50,8 @@ os.write(fd, b"x" * 100)
 open(sys.argv[2], "w").close()
 time.sleep(600)' "$live" "$out/locked" &
 holder=$!
-trap 'kill $holder 2>/dev/null || true; rm -rf "$ws" "$out"' EXIT
 for _ in $(seq 100); do [[ -e $out/locked ]] && break; sleep 0.05; done
-[[ -e $out/locked ]] || { echo "lock holder did not start"; exit 1; }
+[[ -e $out/locked ]] || die "lock holder did not start"
 touch -d '2 hours ago' "$live"
 # An interrupted join (after --delete-parts, the only copy of its parts), quiet for hours.
 head -c 5000 /dev/urandom > "$ws/data/big.zip.frugal-join"
@@ -69,9 +70,9 @@ frugal clean "$ws" --dry-run --json > "$out/dry.json"
 ls "$ws/run" | sort > "$out/after-dry"
 frugal clean "$ws" --json > "$out/clean.json"
 ls "$ws/run" | sort > "$out/after"
-kill $holder || { echo "the lock holder was not alive through clean"; exit 1; }
+kill $holder || die "the lock holder was not alive through clean"
 wait $holder 2>/dev/null || true
-[[ -f $ws/data/big.zip.frugal-join ]] || { echo "clean removed a partial join"; exit 1; }
+[[ -f $ws/data/big.zip.frugal-join ]] || die "clean removed a partial join"
 "$py" - "$ws" "$out" <<'PY'
 import glob, json, os, sys
 ws, out = sys.argv[1], sys.argv[2]
@@ -116,3 +117,4 @@ assert any("big.zip.frugal-join" in k and "resume: frugal join " + ws + "/data/b
            for k in kept), kept
 print("du/clean ok")
 PY
+finish

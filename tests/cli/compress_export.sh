@@ -2,33 +2,17 @@
 # frugal compress / export end to end on a tiny two-class dataset: a trained cnn is pruned and
 # quantized (file >= 70% smaller, accuracy kept), the compressed file works with eval, predict and
 # export, and the exported ONNX passes onnx.checker and classifies like frugal under onnxruntime.
-set -euo pipefail
-py=${FRUGAL_PYTHON:-python3}
-"$py" -c "import numpy, PIL" 2>/dev/null || { echo "skip: needs numpy + pillow in $py"; exit 77; }
-command -v frugal-torch >/dev/null && command -v frugal >/dev/null || { echo "skip: frugal / frugal-torch not built"; exit 77; }
-t=$(mktemp -d)
-trap 'rm -rf "$t"' EXIT
+source "$(dirname "$0")/lib/common.sh"
+needs_python numpy PIL
+needs_commands frugal frugal-torch
 
-"$py" - "$t/data.zip" <<'PY'
-import io, sys, zipfile
-import numpy as np
-from PIL import Image
-rng = np.random.default_rng(0)
-with zipfile.ZipFile(sys.argv[1], "w") as z:
-    for cls, lo, hi in [("bright", 160, 255), ("dark", 0, 96)]:
-        for i in range(48):
-            buf = io.BytesIO()
-            Image.fromarray(rng.integers(lo, hi, (28, 28), dtype=np.uint8)).save(buf, "PNG")
-            z.writestr(f"{cls}/{i:03d}.png", buf.getvalue())
-PY
+make_two_class_zip "$t/data.zip" 48
 frugal train --data "$t/data.zip" --run "$t/run" --model cnn --epochs 2 --batch-size 16 --lr 0.003 \
-  --workers 1 2>"$t/train.log" || { cat "$t/train.log"; exit 1; }
+  --workers 1 2>"$t/train.log" || die "train" "$t/train.log"
 
 # Usage errors: nothing to do, bad fraction.
-set +e
-frugal compress "$t/run" -o "$t/x.safetensors" 2>/dev/null; [[ $? -eq 2 ]] || { echo "no-op compress should be a usage error"; exit 1; }
-frugal compress "$t/run" -o "$t/x.safetensors" --prune 1.5 2>/dev/null; [[ $? -eq 2 ]] || { echo "--prune 1.5 accepted"; exit 1; }
-set -e
+expect_exit "a compress that does nothing is a usage error" 2 frugal compress "$t/run" -o "$t/x.safetensors"
+expect_exit "--prune 1.5 is a usage error" 2 frugal compress "$t/run" -o "$t/x.safetensors" --prune 1.5
 
 frugal compress "$t/run" -o "$t/small.safetensors" --prune 0.5 --prune-scope global --quantize int8 \
   --data "$t/data.zip" --json >"$t/compress.json" 2>"$t/compress.log"
@@ -43,17 +27,17 @@ assert r["images"] == 96 and r["quantize"] == "int8" and "dequantized" in r["inf
 PY
 # The human report shows before and after side by side.
 frugal compress "$t/run" -o "$t/half.safetensors" --quantize fp16 --data "$t/data.zip" 2>"$t/human.log"
-grep -E "^size +[0-9.]+ ?[KMG]" "$t/human.log" >/dev/null || { cat "$t/human.log"; exit 1; }
-grep -E "^accuracy +[0-9.]+%" "$t/human.log" >/dev/null || { cat "$t/human.log"; exit 1; }
+grep -E "^size +[0-9.]+ ?[KMG]" "$t/human.log" >/dev/null || die "the report lacks the sizes" "$t/human.log"
+grep -E "^accuracy +[0-9.]+%" "$t/human.log" >/dev/null || die "the report lacks the accuracies" "$t/human.log"
 
 # The compressed file is a CKPT for eval, predict and export.
 frugal eval "$t/small.safetensors" --data "$t/data.zip" --json >"$t/eval.json"
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['accuracy'] >= 0.9, r" "$t/eval.json"
 frugal predict "$t/small.safetensors" "$t/data.zip:dark/000.png" --top 2 | grep -q "dark/000.png: dark"
 
-"$py" -c "import onnx, onnxruntime" 2>/dev/null || { echo "ok (onnx export checks skipped: no onnx/onnxruntime)"; exit 0; }
+"$py" -c "import onnx, onnxruntime" 2>/dev/null || { ok "compress (onnx export checks skipped: no onnx/onnxruntime)"; finish; exit 0; }
 for ckpt in "$t/run" "$t/small.safetensors"; do
-  frugal export "$ckpt" --format onnx -o "$t/m.onnx" 2>"$t/export.log" || { cat "$t/export.log"; exit 1; }
+  frugal export "$ckpt" --format onnx -o "$t/m.onnx" 2>"$t/export.log" || die "export $ckpt" "$t/export.log"
   "$py" - "$t/m.onnx" "$t/data.zip" <<'PY'
 import io, json, sys, zipfile
 import numpy as np, onnx, onnxruntime as ort
@@ -73,4 +57,5 @@ acc = np.mean([classes[p] == n.split("/")[0] for p, n in zip(pred, names)])
 assert acc >= 0.9, acc
 PY
 done
-echo ok
+ok "compressed, evaluated, predicted, exported"
+finish
