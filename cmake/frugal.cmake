@@ -1,8 +1,12 @@
-# frugal_library(NAME [TORCH] DEPS ...): a static library from src/NAME/*.cpp (and *.cu when CUDA
-# is enabled), public headers from include/, private ones from src/.
+# frugal_library(NAME [TORCH] [DIR SUBDIR] DEPS ...): a static library from src/NAME/*.cpp (or
+# src/SUBDIR/*.cpp: a torch-free part of a subsystem, e.g. checkpoint/files), public headers from
+# include/, private ones from src/.
 function(frugal_library name)
-  cmake_parse_arguments(ARG "TORCH" "" "DEPS" ${ARGN})
-  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
+  cmake_parse_arguments(ARG "TORCH" "DIR" "DEPS" ${ARGN})
+  if(NOT ARG_DIR)
+    set(ARG_DIR ${name})
+  endif()
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${ARG_DIR}/*.cpp)
   if(NOT _srcs)  # a subsystem that has no code yet still links
     set(_srcs ${CMAKE_BINARY_DIR}/empty_${name}.cpp)
     file(WRITE ${_srcs} "")

@@ -9,7 +9,7 @@
 #include "frugal/checked.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
-#include "frugal/run_folder.h"
+#include "frugal/checkpoint_files.h"
 
 namespace fs = std::filesystem;
 

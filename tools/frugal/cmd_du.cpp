@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "frugal/budget.h"
+#include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/progress.h"

@@ -1,20 +1,16 @@
-#include "frugal/run_folder.h"
-
+// The safetensors header parser and a delta checkpoint's metadata, torch-free: every checkpoint
+// and model read goes through here first (lengths, offsets, dtype x shape), and so do the fuzzers.
 #include <sys/stat.h>
-#include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <regex>
 #include <set>
 
 #include "frugal/checked.h"
+#include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/units.h"
 
 namespace fs = std::filesystem;
 
@@ -24,16 +20,12 @@ namespace {
 // A header larger than this is not one we wrote or would read (safetensors itself caps at 100 MB).
 constexpr std::uint64_t kMaxHeader = 100ull << 20;
 
+std::atomic<std::uint64_t> header_parses{0};
+
 std::uint64_t read_le64(const unsigned char* p) {
   std::uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
-}
-
-std::string checksum_hex(std::uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 // Element count of `shape` times `elem` bytes, or Error(invalid) on a negative dimension or an
@@ -50,6 +42,7 @@ std::uint64_t shape_bytes(const nlohmann::json& shape, std::uint64_t elem, const
 
 SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t header_size,
                                     const std::string& name) {
+  header_parses.fetch_add(1, std::memory_order_relaxed);
   SafetensorsHeader h;
   h.header_size = header_size;
   // A safetensors header is 3 levels deep: {name: {"shape": [dims]}}.
@@ -139,77 +132,7 @@ nlohmann::json parse_json_bounded(std::string_view text, const std::string& wher
   }
 }
 
-std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step, bool delta) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "ckpt-e%04lld-s%06lld%s.safetensors", static_cast<long long>(epoch),
-                static_cast<long long>(step), delta ? ".delta" : "");
-  return buf;
-}
-
-std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
-  static const std::regex re(R"(ckpt-e(\d{4,18})-s(\d{6,18})(\.delta)?\.safetensors)");
-  std::smatch m;
-  if (!std::regex_match(file_name, m, re)) return std::nullopt;
-  return CheckpointName{std::stoll(m[1]), std::stoll(m[2]), m[3].matched};
-}
-
-bool is_run_folder(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::exists(dir / kConfigFile, ec) || fs::exists(dir / kBestFile, ec)) return true;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (parse_checkpoint_name(e.path().filename().string())) return true;
-  return false;
-}
-
-std::vector<fs::path> find_run_folders(const fs::path& dir) {
-  if (is_run_folder(dir)) return {dir};
-  std::vector<fs::path> out;
-  std::error_code ec;
-  auto opts = fs::directory_options::skip_permission_denied;
-  for (auto it = fs::recursive_directory_iterator(dir, opts, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    std::error_code ec2;
-    if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
-    if (is_run_folder(it->path())) {
-      out.push_back(it->path());
-      it.disable_recursion_pending();
-    } else if (it.depth() >= 2) {
-      it.disable_recursion_pending();
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::optional<std::pair<std::uint64_t, fs::path>> budget_from_runs(const std::vector<fs::path>& runs) {
-  std::optional<std::pair<std::uint64_t, fs::path>> best;
-  for (const auto& run : runs) {
-    std::error_code ec;
-    fs::path config = run / kConfigFile;
-    if (!fs::exists(config, ec)) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(config));
-    } catch (const nlohmann::json::exception& e) {
-      fail(ErrorKind::invalid, config.string(), "a JSON object", std::string("unparsable JSON (") + e.what() + ")",
-           "fix or remove the file");
-    }
-    if (!j.is_object() || !j.contains("disk_budget") || j["disk_budget"].is_null()) continue;
-    const auto& v = j["disk_budget"];
-    std::uint64_t bytes = 0;
-    if (v.is_number_unsigned()) {
-      bytes = v.get<std::uint64_t>();
-    } else if (v.is_string() && !v.get<std::string>().empty()) {  // "" = no budget (train's default)
-      try {
-        bytes = parse_size(v.get<std::string>());
-      } catch (const Error&) {
-        fail(ErrorKind::invalid, config.string() + ": disk_budget", "a size like 20G", v.dump(), "fix the file");
-      }
-    }
-    if (bytes && (!best || bytes < best->first)) best = std::make_pair(bytes, config);
-  }
-  return best;
-}
+std::uint64_t safetensors_header_parses() { return header_parses.load(std::memory_order_relaxed); }
 
 std::size_t safetensors_dtype_size(std::string_view dtype) {
   static const std::pair<std::string_view, std::size_t> sizes[] = {
@@ -299,122 +222,6 @@ fs::path delta_base_path(const fs::path& delta_file, std::string_view base) {
     fail(ErrorKind::invalid, where, "another checkpoint as base", "the delta itself",
          "the delta file is damaged or crafted; use another checkpoint");
   return confine_path(delta_file.parent_path().empty() ? fs::path(".") : delta_file.parent_path(), norm, where);
-}
-
-std::string verify_checkpoint_file(const fs::path& path) {
-  try {
-    auto h = read_safetensors_header(path);
-    auto get = [&](const char* k) {
-      auto it = h.metadata.find(k);
-      return it == h.metadata.end() ? std::string() : it->second;
-    };
-    if (get("format") != kCheckpointFormat)
-      return "metadata \"format\" is \"" + get("format") + "\", expected \"" + kCheckpointFormat + "\"";
-    if (get("version") != std::to_string(kCheckpointVersion))
-      return "format version \"" + get("version") + "\" is not the supported " + std::to_string(kCheckpointVersion);
-    std::uint64_t size = fs::file_size(path);
-    if (size != h.payload_offset() + h.payload_size)
-      return "file size " + std::to_string(size) + " differs from the " +
-             std::to_string(h.payload_offset() + h.payload_size) + " bytes its header describes";
-    UniqueFd fd = open_read(path);
-    XXH3_state_t* st = XXH3_createState();
-    XXH3_64bits_reset(st);
-    std::vector<char> buf(1 << 20);
-    for (std::uint64_t off = 0; off < h.payload_size;) {
-      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), h.payload_size - off));
-      pread_full(fd.get(), buf.data(), n, h.payload_offset() + off, path.string());
-      XXH3_64bits_update(st, buf.data(), n);
-      off += n;
-    }
-    std::string sum = "xxh3-64:" + checksum_hex(XXH3_64bits_digest(st));
-    XXH3_freeState(st);
-    if (get("checksum") != sum) return "checksum " + sum + " does not match the recorded \"" + get("checksum") + "\"";
-    return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
-std::string payload_checksum(const void* data, std::size_t n) {
-  return "xxh3-64:" + checksum_hex(xxh3_64(data, n));
-}
-
-std::vector<CheckpointEntry> list_checkpoints(const fs::path& run, bool verify) {
-  std::vector<CheckpointEntry> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(run, ec)) {
-    auto name = parse_checkpoint_name(e.path().filename().string());
-    if (!name || !e.is_regular_file()) continue;
-    CheckpointEntry c;
-    c.path = e.path();
-    c.name = *name;
-    try {
-      auto h = read_safetensors_header(c.path);
-      auto& md = h.metadata;
-      if (md.count("metric_value") && !md["metric_value"].empty()) c.metric = std::stod(md["metric_value"]);
-      c.higher_is_better = md["metric_mode"] != "min";
-      c.base = md["base"];
-      c.problem = verify ? verify_checkpoint_file(c.path) : "";
-      if (c.problem.empty() && md["format"] != kCheckpointFormat) c.problem = "not a frugal checkpoint";
-      c.valid = c.problem.empty();
-    } catch (const std::exception& ex) {
-      c.problem = ex.what();
-    }
-    out.push_back(std::move(c));
-  }
-  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
-    if (a.name.step != b.name.step) return a.name.step > b.name.step;
-    if (a.name.epoch != b.name.epoch) return a.name.epoch > b.name.epoch;
-    return a.name.delta < b.name.delta;  // a full checkpoint before a delta of the same step
-  });
-  return out;
-}
-
-RetentionPolicy retention_from_config(const fs::path& run) {
-  RetentionPolicy p;
-  std::error_code ec;
-  if (!fs::exists(run / kConfigFile, ec)) return p;
-  try {
-    auto j = nlohmann::json::parse(read_file(run / kConfigFile));
-    if (j.contains("keep_best") && j["keep_best"].is_number_integer()) p.keep_best = j["keep_best"].get<int>();
-    if (j.contains("keep_last") && j["keep_last"].is_number_integer()) p.keep_last = j["keep_last"].get<int>();
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::invalid, (run / kConfigFile).string(), "a JSON object", std::string("unparsable JSON (") + e.what() + ")",
-         "fix or remove the file");
-  }
-  return p;
-}
-
-std::vector<fs::path> checkpoints_to_delete(const std::vector<CheckpointEntry>& entries,
-                                            const RetentionPolicy& policy) {
-  // entries: newest first (list_checkpoints' order).
-  auto newest_valid = std::find_if(entries.begin(), entries.end(), [](const auto& e) { return e.valid; });
-  if (newest_valid == entries.end()) return {};
-  std::set<fs::path> keep;
-  keep.insert(newest_valid->path);
-  int kept_last = 0;
-  for (auto it = newest_valid; it != entries.end() && kept_last < std::max(policy.keep_last, 1); ++it)
-    if (it->valid) {
-      keep.insert(it->path);
-      ++kept_last;
-    }
-  std::vector<const CheckpointEntry*> ranked;
-  for (auto it = newest_valid; it != entries.end(); ++it)
-    if (it->valid && it->metric) ranked.push_back(&*it);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const CheckpointEntry* a, const CheckpointEntry* b) {
-    return a->higher_is_better ? *a->metric > *b->metric : *a->metric < *b->metric;
-  });
-  for (int i = 0; i < policy.keep_best && i < static_cast<int>(ranked.size()); ++i) keep.insert(ranked[i]->path);
-  // A kept delta needs its base.
-  for (const auto& e : entries)
-    if (keep.count(e.path) && e.name.delta && !e.base.empty()) keep.insert(e.path.parent_path() / e.base);
-  std::vector<fs::path> out;
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    if (&*it == &*newest_valid) break;  // nothing newer than the last good one is ours to judge
-    // Invalid files are kept for inspection; the user removes them (the loader names them).
-    if (it->valid && !keep.count(it->path)) out.push_back(it->path);
-  }
-  return out;
 }
 
 }  // namespace frugal

@@ -1,0 +1,118 @@
+// Checkpoint file names, the payload checksum and its verification, and listing a run's
+// checkpoints: torch-free, for `frugal du` / `frugal clean` as much as for the loader.
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <regex>
+
+#include "frugal/checkpoint_files.h"
+#include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/hash.h"
+
+namespace fs = std::filesystem;
+
+namespace frugal {
+namespace {
+
+std::string checksum_hex(std::uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// verify_checkpoint_file() for a header already read (so a listing parses each header once).
+std::string verify_with_header(const fs::path& path, const SafetensorsHeader& h) {
+  auto get = [&](const char* k) {
+    auto it = h.metadata.find(k);
+    return it == h.metadata.end() ? std::string() : it->second;
+  };
+  if (get("format") != kCheckpointFormat)
+    return "metadata \"format\" is \"" + get("format") + "\", expected \"" + kCheckpointFormat + "\"";
+  if (get("version") != std::to_string(kCheckpointVersion))
+    return "format version \"" + get("version") + "\" is not the supported " + std::to_string(kCheckpointVersion);
+  std::uint64_t size = fs::file_size(path);
+  if (size != h.payload_offset() + h.payload_size)
+    return "file size " + std::to_string(size) + " differs from the " +
+           std::to_string(h.payload_offset() + h.payload_size) + " bytes its header describes";
+  UniqueFd fd = open_read(path);
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  std::vector<char> buf(1 << 20);
+  for (std::uint64_t off = 0; off < h.payload_size;) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), h.payload_size - off));
+    pread_full(fd.get(), buf.data(), n, h.payload_offset() + off, path.string());
+    XXH3_64bits_update(st, buf.data(), n);
+    off += n;
+  }
+  std::string sum = "xxh3-64:" + checksum_hex(XXH3_64bits_digest(st));
+  XXH3_freeState(st);
+  if (get("checksum") != sum) return "checksum " + sum + " does not match the recorded \"" + get("checksum") + "\"";
+  return "";
+}
+
+}  // namespace
+
+std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step, bool delta) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "ckpt-e%04lld-s%06lld%s.safetensors", static_cast<long long>(epoch),
+                static_cast<long long>(step), delta ? ".delta" : "");
+  return buf;
+}
+
+std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
+  static const std::regex re(R"(ckpt-e(\d{4,18})-s(\d{6,18})(\.delta)?\.safetensors)");
+  std::smatch m;
+  if (!std::regex_match(file_name, m, re)) return std::nullopt;
+  return CheckpointName{std::stoll(m[1]), std::stoll(m[2]), m[3].matched};
+}
+
+std::string payload_checksum(const void* data, std::size_t n) {
+  return "xxh3-64:" + checksum_hex(xxh3_64(data, n));
+}
+
+std::string verify_checkpoint_file(const fs::path& path) {
+  try {
+    return verify_with_header(path, read_safetensors_header(path));
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+std::vector<CheckpointEntry> list_checkpoints(const fs::path& run, bool verify) {
+  std::vector<CheckpointEntry> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run, ec)) {
+    auto name = parse_checkpoint_name(e.path().filename().string());
+    if (!name || !e.is_regular_file()) continue;
+    CheckpointEntry c;
+    c.path = e.path();
+    c.name = *name;
+    try {
+      auto h = read_safetensors_header(c.path);
+      auto& md = h.metadata;
+      if (md.count("metric_value") && !md["metric_value"].empty()) c.metric = std::stod(md["metric_value"]);
+      c.higher_is_better = md["metric_mode"] != "min";
+      c.base = md["base"];
+      try {
+        c.problem = verify ? verify_with_header(c.path, h) : "";
+      } catch (const Error& ex) {
+        c.problem = ex.what();
+      }
+      if (c.problem.empty() && md["format"] != kCheckpointFormat) c.problem = "not a frugal checkpoint";
+      c.valid = c.problem.empty();
+    } catch (const std::exception& ex) {
+      c.problem = ex.what();
+    }
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+    if (a.name.step != b.name.step) return a.name.step > b.name.step;
+    if (a.name.epoch != b.name.epoch) return a.name.epoch > b.name.epoch;
+    return a.name.delta < b.name.delta;  // a full checkpoint before a delta of the same step
+  });
+  return out;
+}
+
+}  // namespace frugal
