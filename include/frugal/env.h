@@ -1,10 +1,11 @@
-// The seam between frugal's crash-safe writers and the operating system (leveldb's
-// include/leveldb/env.h): file writes, fsync, rename, folder sync, removal, free space and the
-// clocks. Production code uses Env::real(); tests pass a FaultEnv-style wrapper that fails the
-// N-th operation or reports a full disk, so crash and disk-full paths run without a real disk
-// filling and deadlines run on a fake clock.
+// The seam between frugal and the operating system for everything it writes and every clock it
+// reads (leveldb's include/leveldb/env.h): file writes and appends, fsync, rename, folder creation
+// and sync, removal, free space and the clocks. Production code uses Env::real(); tests pass a
+// FaultEnv-style wrapper (tests/budget/fault_env.h) that fails the N-th operation or reports a
+// full disk, so crash and disk-full paths run without a real disk filling and deadlines and
+// throughput run on a fake clock.
 //
-// Torch-free (lives in frugal_budget).
+// Torch-free (lives in frugal_util, the bottom layer, so every library can take an Env&).
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,8 @@ class DiskFullError : public Error {
 };
 
 // A file being written. Errors throw (DiskFullError for ENOSPC/EDQUOT, else Error(io)).
+// On a file from new_appendable_file, append() is all or nothing: when it throws, the file has
+// been cut back to its length before the call, so a log of records never ends in a torn one.
 class WritableFile {
  public:
   virtual ~WritableFile() = default;
@@ -42,8 +45,14 @@ class Env {
 
   virtual ~Env() = default;
 
-  // Creates (or truncates) `path` for writing.
+  // Creates (or truncates) `path` for writing. A temporary name (fs.h's is_temp_path) is created
+  // exclusively and owned (create_owned_temp) until the file object is destroyed.
   virtual std::unique_ptr<WritableFile> new_writable_file(const std::filesystem::path& path) = 0;
+  // Opens `path` for appending (O_APPEND), creating it if missing; existing content is kept.
+  // For logs of records (metrics.jsonl, TensorBoard events): see WritableFile::append.
+  virtual std::unique_ptr<WritableFile> new_appendable_file(const std::filesystem::path& path) = 0;
+  // mkdir -p: creates `dir` and its missing parents; an existing folder is not an error.
+  virtual void create_dirs(const std::filesystem::path& dir) = 0;
   // rename(2): atomically replaces `to`.
   virtual void rename_file(const std::filesystem::path& from, const std::filesystem::path& to) = 0;
   // fsync of a folder, so a rename in it survives a power cut.

@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include "budget/fault_env.h"
 #include "frugal/fs.h"
@@ -85,6 +88,102 @@ TEST(PosixEnv, EnospcIsDiskFullWithTheFreeSpaceHint) {
     EXPECT_NE(m.find("No space left on device"), std::string::npos) << m;
     EXPECT_NE(m.find("free disk space (frugal du, frugal clean)"), std::string::npos) << m;
   }
+}
+
+TEST(AppendableFile, KeepsWhatIsThereAndAppends) {
+  TempDir dir;
+  auto p = dir / "log.jsonl";
+  Env::real().new_appendable_file(p)->append("one\n");  // created when missing
+  {
+    auto f = Env::real().new_appendable_file(p);
+    f->append("two\n");
+    f->sync();
+    f->close();
+  }
+  EXPECT_EQ(read_file(p), "one\ntwo\n");
+}
+
+// The kernel takes part of a write and then refuses the rest (here: the file-size limit, EFBIG;
+// a disk filling midway does the same with ENOSPC). The append throws and the file is cut back
+// to its last whole record. Fails without the cut-back: the file ends in "record-2 par".
+TEST(AppendableFile, AFailedAppendLeavesNoTornRecord) {
+  TempDir dir;
+  auto p = dir / "log";
+  auto f = Env::real().new_appendable_file(p);
+  f->append("record-1\n");
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 20;  // room for 11 of the next record's 20 bytes
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  bool threw = false;
+  std::string what;
+  try {
+    f->append("record-2 partly out\n");
+  } catch (const Error& e) {
+    threw = true;
+    what = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_TRUE(threw) << "a write past the file-size limit succeeded";
+  EXPECT_NE(what.find(p.string()), std::string::npos) << what;
+  EXPECT_EQ(read_file(p), "record-1\n");
+  f->append("record-3\n");  // the log goes on from its last whole record
+  EXPECT_EQ(read_file(p), "record-1\nrecord-3\n");
+}
+
+TEST(AppendableFile, EnospcIsDiskFull) {
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
+  auto f = Env::real().new_appendable_file("/dev/full");
+  EXPECT_THROW(f->append(std::string(4096, 'x')), DiskFullError);
+}
+
+TEST(PosixEnv, CreateDirsMakesParentsAndAcceptsAnExistingFolder) {
+  TempDir dir;
+  Env::real().create_dirs(dir / "a/b/c");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "a/b/c"));
+  Env::real().create_dirs(dir / "a/b/c");
+  write_text(Env::real(), dir / "file", "x");
+  EXPECT_THROW(Env::real().create_dirs(dir / "file/sub"), Error);
+}
+
+// The fake: the N-th append fails (counted over appends only), and with `sticky` the disk stays
+// full for every later operation.
+TEST(FaultEnv, FailsTheNthAppendAndCanStayFull) {
+  TempDir dir;
+  FaultEnv env;
+  env.fail_append_at = 1;
+  auto f = env.new_appendable_file(dir / "log");
+  f->append("a");
+  EXPECT_THROW(f->append("b"), DiskFullError);
+  f->append("c");
+  EXPECT_EQ(read_file(dir / "log"), "ac");
+  EXPECT_EQ(env.failures, 1);
+
+  FaultEnv full;
+  full.sticky = true;
+  full.fail_append_at = 1;
+  auto g = full.new_appendable_file(dir / "log2");
+  g->append("d");
+  EXPECT_THROW(g->append("e"), DiskFullError);
+  EXPECT_THROW(g->append("f"), DiskFullError);
+  EXPECT_THROW(g->sync(), DiskFullError);
+  EXPECT_EQ(read_file(dir / "log2"), "d");
+  EXPECT_EQ(full.failures, 3);
+}
+
+TEST(FaultEnv, TornAppendWritesHalfThenFails) {
+  TempDir dir;
+  FaultEnv env;
+  env.torn = true;
+  env.fault = FaultEnv::Fault::io;
+  env.fail_append_at = 0;
+  auto f = env.new_writable_file(dir / "out");
+  EXPECT_THROW(f->append("12345678"), Error);
+  f->close();
+  EXPECT_EQ(read_file(dir / "out"), "1234");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // An Env for tests: real files, with an injected failure at the N-th file operation (create,
-// append, sync, close, rename, folder sync), a fake free-space figure and a fake clock.
+// append, sync, close, rename, folder creation or sync) or at the N-th append only, a fake
+// free-space figure and a fake clock that tests advance.
 #pragma once
 
 #include <ftw.h>
@@ -19,16 +20,30 @@ namespace frugal::testing {
 class FaultEnv : public Env {
  public:
   enum class Fault { io, disk_full };
-  // Operation index (0-based, counted across all files) that fails; -1 = none.
+  // Operation index (0-based, counted across all files and kinds) that fails; -1 = none.
   int fail_at = -1;
+  // Append index (0-based, counted over append() calls on every file) that fails; -1 = none.
+  int fail_append_at = -1;
   Fault fault = Fault::disk_full;
-  int ops = 0;  // operations seen so far
+  // After the first injected failure every later operation fails the same way (a disk that
+  // stays full), instead of only the one.
+  bool sticky = false;
+  // A failed append on a file from new_writable_file first writes half its bytes, as a kernel
+  // does when the disk fills midway. Appendable files keep Env's contract (all or nothing).
+  bool torn = false;
+  int ops = 0;      // operations seen so far
+  int appends = 0;  // append() calls seen so far
+  int failures = 0;  // failures injected so far
   std::uint64_t free_bytes = ~0ull;  // what free_space() reports (min with reality is not taken)
   SteadyTime now = SteadyTime{} + std::chrono::hours(1);
   WallTime wall = WallTime{};
 
-  void tick(const std::string& what, const std::filesystem::path& path) {
-    if (ops++ == fail_at) {
+  // Throws the injected error when operation `what` is the one chosen to fail.
+  void tick(const std::string& what, const std::filesystem::path& path, bool is_append = false) {
+    const bool op_hit = ops++ == fail_at;
+    const bool append_hit = is_append && appends++ == fail_append_at;
+    if (op_hit || append_hit || (sticky && failures > 0)) {
+      ++failures;
       if (fault == Fault::disk_full) throw DiskFullError(path.string() + ": injected ENOSPC at " + what);
       throw Error(ErrorKind::io, path.string() + ": injected I/O error at " + what);
     }
@@ -36,7 +51,15 @@ class FaultEnv : public Env {
 
   std::unique_ptr<WritableFile> new_writable_file(const std::filesystem::path& path) override {
     tick("create", path);
-    return std::make_unique<File>(*this, path, real().new_writable_file(path));
+    return std::make_unique<File>(*this, path, real().new_writable_file(path), torn);
+  }
+  std::unique_ptr<WritableFile> new_appendable_file(const std::filesystem::path& path) override {
+    tick("open for appending", path);
+    return std::make_unique<File>(*this, path, real().new_appendable_file(path), false);
+  }
+  void create_dirs(const std::filesystem::path& dir) override {
+    tick("create folder", dir);
+    real().create_dirs(dir);
   }
   void rename_file(const std::filesystem::path& from, const std::filesystem::path& to) override {
     tick("rename", to);
@@ -50,6 +73,7 @@ class FaultEnv : public Env {
   std::uint64_t free_space(const std::filesystem::path&) override { return free_bytes; }
   SteadyTime steady_now() override { return now; }
   WallTime wall_now() override { return wall; }
+  // Moves the steady clock (not the wall clock) forward.
   void advance(double seconds) {
     now += std::chrono::duration_cast<SteadyTime::duration>(std::chrono::duration<double>(seconds));
   }
@@ -57,10 +81,15 @@ class FaultEnv : public Env {
  private:
   class File : public WritableFile {
    public:
-    File(FaultEnv& env, std::filesystem::path path, std::unique_ptr<WritableFile> inner)
-        : env_(env), path_(std::move(path)), inner_(std::move(inner)) {}
+    File(FaultEnv& env, std::filesystem::path path, std::unique_ptr<WritableFile> inner, bool torn)
+        : env_(env), path_(std::move(path)), inner_(std::move(inner)), torn_(torn) {}
     void append(const void* data, std::size_t n) override {
-      env_.tick("append", path_);
+      try {
+        env_.tick("append", path_, /*is_append=*/true);
+      } catch (const Error&) {
+        if (torn_) inner_->append(data, n / 2);
+        throw;
+      }
       inner_->append(data, n);
     }
     void sync() override {
@@ -76,6 +105,7 @@ class FaultEnv : public Env {
     FaultEnv& env_;
     std::filesystem::path path_;
     std::unique_ptr<WritableFile> inner_;
+    bool torn_;
   };
 };
 

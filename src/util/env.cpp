@@ -1,6 +1,7 @@
 #include "frugal/env.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,21 +24,27 @@ class PosixWritableFile : public WritableFile {
  public:
   // `lock`: a duplicate of `fd` holding the owner's flock on a temporary (fs.h), kept until this
   // object is destroyed, so close() before the rename does not let a sweeper take the file.
-  PosixWritableFile(std::filesystem::path path, int fd, int lock = -1) : path_(std::move(path)), fd_(fd), lock_(lock) {}
+  // `whole_appends`: a failed append() cuts the file back to its length before the call.
+  PosixWritableFile(std::filesystem::path path, int fd, int lock = -1, bool whole_appends = false)
+      : path_(std::move(path)), fd_(fd), lock_(lock), whole_appends_(whole_appends) {}
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
     if (lock_ >= 0) ::close(lock_);
   }
   void append(const void* data, std::size_t n) override {
-    auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t w = ::write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        fail_write_errno("write", path_, errno);
-      }
-      p += w;
-      n -= static_cast<std::size_t>(w);
+    if (!whole_appends_) return write_all(data, n);
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) fail_write_errno("stat", path_, errno);
+    try {
+      write_all(data, n);
+    } catch (const Error& e) {
+      // The kernel may have taken part of the bytes before ENOSPC (or EFBIG): a torn record would
+      // make every later reader of the log stop or choke here.
+      if (S_ISREG(st.st_mode) && ::ftruncate(fd_, st.st_size) != 0)
+        throw Error(ErrorKind::io, std::string(e.what()) + "; cutting " + path_.string() +
+                                       " back to its last whole record failed too: " + std::strerror(errno) +
+                                       "; its last record is torn");
+      throw;
     }
   }
   void sync() override {
@@ -51,9 +58,23 @@ class PosixWritableFile : public WritableFile {
   }
 
  private:
+  void write_all(const void* data, std::size_t n) {
+    auto* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        fail_write_errno("write", path_, errno);
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  }
+
   std::filesystem::path path_;
   int fd_;
   int lock_;
+  bool whole_appends_;
 };
 
 class PosixEnv : public Env {
@@ -74,6 +95,16 @@ class PosixEnv : public Env {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) fail_write_errno("create", path, errno);
     return std::make_unique<PosixWritableFile>(path, fd);
+  }
+  std::unique_ptr<WritableFile> new_appendable_file(const std::filesystem::path& path) override {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) fail_write_errno("open for appending", path, errno);
+    return std::make_unique<PosixWritableFile>(path, fd, -1, /*whole_appends=*/true);
+  }
+  void create_dirs(const std::filesystem::path& dir) override {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) fail_write_errno("create folder", dir, ec.value());
   }
   void rename_file(const std::filesystem::path& from, const std::filesystem::path& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) fail_write_errno("rename", to, errno);
