@@ -18,6 +18,10 @@ std::chrono::seconds parse_duration(std::string_view text);
 // 1536 -> "1.5 KiB"; exact bytes below 1 KiB.
 std::string format_size(std::uint64_t bytes);
 
+// count_of(1, "step") -> "1 step", count_of(3, "class") -> "3 classes", count_of(2, "entry") ->
+// "2 entries"; give `plural` where English is irregular.
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural = {});
+
 // 5400 -> "1h30m"; 59 -> "59s".
 std::string format_duration(std::chrono::seconds d);
 

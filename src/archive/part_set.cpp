@@ -6,6 +6,7 @@
 
 #include "archive/manifest.h"
 #include "frugal/error.h"
+#include "frugal/input_path.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -133,8 +134,9 @@ std::optional<PartSet> zip_spanned_parts(const fs::path& path) {
 
 }  // namespace
 
-PartSet find_part_set(const fs::path& path) {
-  std::error_code ec;
+PartSet find_part_set(const fs::path& given) {
+  // One answer for a missing name, a folder or a typo, whichever command opened it (input_path.h).
+  const fs::path path = check_input(given, InputKind::archive);
   if (is_manifest_path(path)) {
     SplitManifest m = SplitManifest::load(path);
     PartSet set;
@@ -145,8 +147,6 @@ PartSet find_part_set(const fs::path& path) {
     }
     return set;
   }
-  if (!fs::exists(path, ec))
-    fail(ErrorKind::invalid, path.string(), "an archive", "no such file", "check the path");
   if (auto s = frugal_parts(path)) return *s;
   if (auto s = zip_spanned_parts(path)) return *s;
   if (auto s = plain_split_parts(path)) return *s;

@@ -21,7 +21,9 @@ struct PartSet {
   std::vector<std::uint64_t> expected_sizes;
 };
 
-// Throws Error(invalid) when the name is a later part of a set, or a set has a gap.
+// Throws Error(usage) when the name is missing, a folder or unreadable (check_input: a missing NAME
+// with NAME.manifest.json beside it is read through the manifest), Error(invalid) when the name is a
+// later part of a set, or a set has a gap.
 PartSet find_part_set(const std::filesystem::path& path);
 
 }  // namespace frugal

@@ -9,6 +9,7 @@
 #include "archive/part_set.h"
 #include "frugal/archive.h"
 #include "frugal/error.h"
+#include "frugal/input_path.h"
 #include "frugal/progress.h"
 
 namespace frugal {
@@ -104,7 +105,9 @@ void verify_entries(const Archive& archive, VerifyReport& report, unsigned threa
     if (!problems[i].empty()) report.bad.push_back({entries[i].name, problems[i]});
 }
 
-VerifyReport verify_archive(const std::filesystem::path& path, const ArchiveOptions& options, unsigned threads) {
+VerifyReport verify_archive(const std::filesystem::path& given, const ArchiveOptions& options, unsigned threads) {
+  // A missing name, a folder or a typo is the user's to fix (exit 2), not a bad item of the archive.
+  const std::filesystem::path path = check_input(given, InputKind::archive);
   VerifyReport report;
   std::string zip_name = path.filename().string();
   const bool manifest = is_manifest_path(path);
@@ -120,8 +123,8 @@ VerifyReport verify_archive(const std::filesystem::path& path, const ArchiveOpti
   try {
     src = open_byte_source(path);
   } catch (const Error& err) {
-    if (err.kind() == ErrorKind::io) throw;
-    report.bad.push_back({path.string(), err.what()});
+    if (err.kind() == ErrorKind::io || err.kind() == ErrorKind::usage) throw;
+    report.bad.push_back({path.string(), strip_where(err.what(), path.string())});
     return report;
   }
   // A manifest may describe any file; anything else given to verify must be a zip.

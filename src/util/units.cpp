@@ -115,4 +115,19 @@ std::string format_duration(std::chrono::seconds d) {
   return out;
 }
 
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
+  std::string word(singular);
+  if (n != 1) {
+    auto ends = [&](std::string_view tail) {
+      return word.size() >= tail.size() && word.compare(word.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (!plural.empty()) word = plural;
+    else if (ends("s") || ends("x") || ends("ch") || ends("sh")) word += "es";
+    else if (ends("y") && word.size() > 1 && std::string_view("aeiou").find(word[word.size() - 2]) == std::string_view::npos)
+      word.back() = 'i', word += "es";
+    else word += "s";
+  }
+  return std::to_string(n) + " " + word;
+}
+
 }  // namespace frugal

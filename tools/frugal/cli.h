@@ -1,14 +1,15 @@
-// Shared plumbing for the sub-commands: parsing with CLI11, --json output, size/duration options.
+// Shared plumbing for the sub-commands: parsing with CLI11, --json output, option validators.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace frugal::cli {
 
 // Parses argv (argv[0] is the command name). Returns -1 to go on, else the exit code to return
-// (0 after --help, 2 after a usage error, with CLI11's message and a pointer to --help).
+// (0 after --help, 2 after a usage error, with the message and a pointer to --help).
 int parse(CLI::App& app, int argc, char** argv);
 
 // Prints one JSON document on stdout.
@@ -16,5 +17,16 @@ void print_json(const nlohmann::json& doc);
 
 // True when stdout is a terminal (human output may go there), else human output goes to stderr.
 bool stdout_is_tty();
+
+// Validators whose messages read "--top: expected an integer >= 1, found 0" (CLI11 adds the
+// option's name; its own print ranges as "0.000000 to 1797693…", 300 digits). Each refuses text
+// that is not a number of the kind, so CLI11's conversion never sees it.
+CLI::Validator at_least(long long min);                  // an integer >= min
+CLI::Validator integer_in(long long lo, long long hi);   // an integer in [lo, hi]
+CLI::Validator number_at_least(double min, bool exclusive = false);  // a number >= min (> min)
+CLI::Validator number_in(double lo, double hi);          // a number in [lo, hi]
+CLI::Validator one_of(std::vector<std::string> choices); // "expected one of cpu, gpu, auto, found x"
+CLI::Validator valid_size();      // what parse_size takes: 512K, 1000M, 1.5G, 5GiB, 5GB
+CLI::Validator valid_duration();  // what parse_duration takes: 90s, 30m, 7h30m
 
 }  // namespace frugal::cli

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/split.h"
 #include "frugal/units.h"
@@ -24,6 +25,7 @@ int cmd_join(int argc, char** argv) {
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
+  manifest = check_input(manifest, InputKind::manifest).string();
   JoinOptions options;
   options.output = out;
   options.delete_parts = delete_parts;
@@ -36,7 +38,7 @@ int cmd_join(int argc, char** argv) {
     print_json({{"output", r.output.string()}, {"size", r.size}, {"sha256", r.sha256}, {"parts", r.parts},
                 {"parts_resumed", r.parts_resumed}, {"parts_deleted", r.parts_deleted}, {"seconds", seconds}});
   } else {
-    note("joined " + std::to_string(r.parts) + " part(s) into " + r.output.string() + " (" + format_size(r.size) +
+    note("joined " + count_of(r.parts, "part") + " into " + r.output.string() + " (" + format_size(r.size) +
          ", SHA-256 verified)");
   }
   return 0;

@@ -52,7 +52,7 @@ int cmd_ls(int argc, char** argv) {
     total += e.size;
     bad += !problem.empty();
   }
-  std::fprintf(out, "%zu entries, %s", entries.size(), format_size(total).c_str());
+  std::fprintf(out, "%s, %s", count_of(entries.size(), "entry").c_str(), format_size(total).c_str());
   if (bad) std::fprintf(out, "; %llu that extract would refuse (marked [...])", static_cast<unsigned long long>(bad));
   std::fprintf(out, "\n");
   return 0;

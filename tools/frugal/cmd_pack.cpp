@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "frugal/input_path.h"
 #include "frugal/pack.h"
 #include "frugal/progress.h"
 #include "frugal/units.h"
@@ -19,7 +20,8 @@ int cmd_pack(int argc, char** argv) {
       ->required();
   app.add_option("-o,--output", out, "the zip to write (with --split: the name of the split set)")->required();
   app.add_option("--split", split_text,
-                 "write only parts of at most SIZE (OUT.zip.part0000, ...) and OUT.zip.manifest.json");
+                 "write only parts of at most SIZE (OUT.zip.part0000, ...) and OUT.zip.manifest.json")
+      ->check(valid_size());
   app.add_option("--root", root, "a folder name every entry starts with");
   app.add_option("--idx-set", idx_set, "IDX: which set of a folder to pack (train, t10k, ...)");
   app.add_option("--class-names", class_names, "IDX: comma-separated folder names for labels 0, 1, ...");
@@ -27,6 +29,7 @@ int cmd_pack(int argc, char** argv) {
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
+  check_input(src, InputKind::pack_source);
   PackOptions options;
   options.output = out;
   if (!split_text.empty()) options.split_size = parse_size(split_text);
@@ -49,9 +52,9 @@ int cmd_pack(int argc, char** argv) {
                 {"deflated", r.deflated}, {"bytes", r.bytes}, {"zip64", r.zip64}, {"parts", r.parts},
                 {"classes", classes}, {"seconds", seconds}});
   } else {
-    note("packed " + std::to_string(r.entries) + " entries (" + std::to_string(r.stored) + " stored, " +
+    note("packed " + count_of(r.entries, "entry") + " (" + std::to_string(r.stored) + " stored, " +
          std::to_string(r.deflated) + " deflated) into " + r.output.string() + " (" + format_size(r.bytes) +
-         (r.parts ? ", " + std::to_string(r.parts) + " part(s)" : "") + ")");
+         (r.parts ? ", " + count_of(r.parts, "part") : "") + ")");
   }
   return 0;
 }

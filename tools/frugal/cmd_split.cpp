@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/split.h"
 #include "frugal/units.h"
@@ -15,13 +16,14 @@ int cmd_split(int argc, char** argv) {
   std::string file, size_text = "1000M", out_dir;
   bool json = false, no_sync = false;
   app.add_option("FILE", file, "the file to split")->required();
-  app.add_option("--size", size_text, "largest part size, e.g. 1000M, 2G, 1.5GB (default 1000M)");
+  app.add_option("--size", size_text, "largest part size, e.g. 1000M, 2G, 1.5GB (default 1000M)")->check(valid_size());
   app.add_option("-o,--out-dir", out_dir, "folder for the parts and manifest (default: FILE's folder)");
   app.add_flag("--json", json, "print a JSON report on stdout");
   app.add_flag("--no-sync", no_sync, "for benchmarks only: skip fsync (a crash may lose parts)");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
+  file = check_input(file, InputKind::file).string();
   SplitOptions options;
   options.part_size = parse_size(size_text);
   options.out_dir = out_dir;
@@ -36,8 +38,8 @@ int cmd_split(int argc, char** argv) {
     print_json({{"manifest", r.manifest.string()}, {"name", r.name}, {"size", r.size}, {"sha256", r.sha256},
                 {"parts", parts}, {"seconds", seconds}});
   } else {
-    note("split " + r.name + " (" + format_size(r.size) + ") into " + std::to_string(r.parts.size()) +
-         " part(s); manifest " + r.manifest.string());
+    note("split " + r.name + " (" + format_size(r.size) + ") into " + count_of(r.parts.size(), "part") +
+         "; manifest " + r.manifest.string());
   }
   return 0;
 }

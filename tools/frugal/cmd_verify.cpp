@@ -18,7 +18,7 @@ int cmd_verify(int argc, char** argv) {
   ArchiveOptions options;
   app.add_option("ARCHIVE", archive_path, "zip file, split manifest or first part")->required();
   app.add_flag("--json", json, "one JSON document on stdout");
-  app.add_option("--threads", threads, "threads to use (default: one per core)");
+  app.add_option("--threads", threads, "threads to use (default: one per core)")->check(integer_in(0, 4096));
   app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
@@ -35,10 +35,9 @@ int cmd_verify(int argc, char** argv) {
   } else {
     std::FILE* out = stdout_is_tty() ? stdout : stderr;
     for (const auto& b : r.bad) std::fprintf(out, "BAD  %s: %s\n", b.name.c_str(), b.problem.c_str());
-    std::fprintf(out, "%s: %llu part(s), %llu entries, %s checked; %s\n", archive_path.c_str(),
-                 static_cast<unsigned long long>(r.parts_checked), static_cast<unsigned long long>(r.entries_checked),
-                 format_size(r.bytes_checked).c_str(),
-                 r.ok() ? "all good" : (std::to_string(r.bad.size()) + " bad item(s)").c_str());
+    std::fprintf(out, "%s: %s, %s, %s checked; %s\n", archive_path.c_str(), count_of(r.parts_checked, "part").c_str(),
+                 count_of(r.entries_checked, "entry").c_str(), format_size(r.bytes_checked).c_str(),
+                 r.ok() ? "all good" : (count_of(r.bad.size(), "bad item")).c_str());
   }
   return r.ok() ? 0 : exit_code(ErrorKind::invalid);
 }

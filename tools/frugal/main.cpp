@@ -51,6 +51,14 @@ int hand_to_torch_executable(char** argv) {
 #endif
 }
 
+// A message that already starts with "frugal NAME" (a `where` of "frugal compress") would print
+// the command twice; the prefix this main adds is the only one.
+std::string without_prefix(const std::string& what, const char* name) {
+  for (const std::string& p : {std::string("frugal ") + name + ": ", std::string("frugal: ")})
+    if (what.rfind(p, 0) == 0) return what.substr(p.size());
+  return what;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,7 +84,7 @@ int main(int argc, char** argv) {
     try {
       return c.handler(argc - 1, argv + 1);
     } catch (const frugal::Error& e) {
-      std::fprintf(stderr, "frugal %s: %s\n", c.name, e.what());
+      std::fprintf(stderr, "frugal %s: %s\n", c.name, without_prefix(e.what(), c.name).c_str());
       return frugal::exit_code(e.kind());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, e.what());
