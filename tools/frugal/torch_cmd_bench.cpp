@@ -25,14 +25,14 @@ int bench_loader(int argc, char** argv) {
   DatasetOptions dopt;
   std::string decode = "auto";
   app.add_option("ARCHIVE", archive, "dataset archive (zip or split set)")->required();
-  app.add_option("--image-size", lo.image_size, "output side in pixels")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seconds", seconds, "how long to measure")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--image-size", lo.image_size, "output side in pixels")->capture_default_str()->check(at_least(1));
+  app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(at_least(1));
+  app.add_option("--seconds", seconds, "how long to measure")->capture_default_str()->check(number_at_least(0, true));
+  app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(at_least(1));
   app.add_option("--label-pattern", dopt.label_pattern, "regex with one capture group on file names");
-  app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(CLI::IsMember({1, 3}));
+  app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(one_of({"1", "3"}));
   app.add_option("--decode", decode, "cpu, gpu (nvJPEG + CUDA kernel) or auto (gpu when usable)")
-      ->capture_default_str()->check(CLI::IsMember({"cpu", "gpu", "auto"}));
+      ->capture_default_str()->check(one_of({"cpu", "gpu", "auto"}));
   app.add_flag("--json", json, "one JSON document on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);

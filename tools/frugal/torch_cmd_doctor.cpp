@@ -146,7 +146,8 @@ int cmd_doctor(int argc, char** argv) {
     print_json(j);
     return 0;
   }
-  std::ostream& out = stdout_is_tty() ? std::cout : std::cerr;
+  // The report is what was asked for, not progress: stdout, so `frugal doctor > report.txt` keeps it.
+  std::ostream& out = std::cout;
   out << "frugal " << kVersion << "\n"
       << "CPU       " << sys.cpu_model << ", " << sys.cpu_cores << " cores\n"
       << "RAM       " << format_size(sys.ram_total) << " (" << format_size(sys.ram_available) << " available)\n"
