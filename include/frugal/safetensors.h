@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/checkpoint_files.h"
 #include "frugal/env.h"
 
 namespace frugal {
@@ -47,6 +48,8 @@ std::string safetensors_bytes(const NamedTensors& tensors, const Metadata& metad
 // out-of-range offsets, a size that does not match dtype x shape, or a truncated file.
 SafetensorsFile load_safetensors(const std::filesystem::path& path);
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name);
+// The same with the header of `bytes` already parsed (parse_safetensors_header), not parsed again.
+SafetensorsFile parse_safetensors(const std::string& bytes, SafetensorsHeader header, const std::string& name);
 
 // "F32" <-> torch::kFloat32 etc.; Error(unsupported) for others.
 std::string safetensors_dtype(torch::ScalarType type);

@@ -180,35 +180,12 @@ void save_checkpoint(const fs::path& path, const Checkpoint& ckpt, Env& env) {
 
 namespace {
 
-Checkpoint load_file(const fs::path& path, bool allow_delta) {
-  std::string bytes = read_file(path);
-  auto header = parse_safetensors_header(bytes.data(), bytes.size(), path.string());
-  auto it = header.metadata.find("checksum");
-  if (it == header.metadata.end())
-    fail(ErrorKind::invalid, path.string(), "metadata \"checksum\"", "none",
-         "the file was not written by frugal; for plain safetensors weights use --init");
-  std::string sum = payload_checksum(bytes.data() + header.payload_offset(), bytes.size() - header.payload_offset());
-  if (sum != it->second)
-    fail(ErrorKind::invalid, path.string(), "payload checksum " + it->second, sum,
-         "the file is corrupt or truncated; use an earlier checkpoint");
-  auto file = parse_safetensors(bytes, path.string());
-  bytes.clear();
-  bytes.shrink_to_fit();
-  auto kind = file.metadata.find("kind");
-  if (kind != file.metadata.end() && kind->second == "delta") {
-    if (!allow_delta)
-      fail(ErrorKind::invalid, path.string(), "a full checkpoint (the base of a delta)", "a delta checkpoint",
-           "a delta's base is always full; the files are damaged or crafted");
-    return load_delta(path, std::move(file));
-  }
-  return checkpoint_from_file(std::move(file));
-}
-
 // The parsers' own exceptions (nlohmann's type errors on odd metadata, std::stod, c10's) are bad
 // input: Error(invalid) naming the file, never "internal error".
-Checkpoint load_at_boundary(const fs::path& path, bool allow_delta) {
+template <class Fn>
+auto at_load_boundary(const fs::path& path, Fn&& fn) -> decltype(fn()) {
   try {
-    return load_file(path, allow_delta);
+    return fn();
   } catch (const Error&) {
     throw;
   } catch (const std::filesystem::filesystem_error&) {
@@ -218,11 +195,62 @@ Checkpoint load_at_boundary(const fs::path& path, bool allow_delta) {
   }
 }
 
+// Checks the payload against metadata "checksum" and decodes the tensors with the header parsed
+// once; the file's bytes are released before the caller decodes further.
+SafetensorsFile verified_tensors(const fs::path& path, ParsedFile f, std::string* checksum) {
+  auto it = f.header.metadata.find("checksum");
+  if (it == f.header.metadata.end())
+    fail(ErrorKind::invalid, path.string(), "metadata \"checksum\"", "none",
+         "the file was not written by frugal; for plain safetensors weights use --init");
+  const auto offset = f.header.payload_offset();
+  std::string sum = payload_checksum(f.bytes.data() + offset, f.bytes.size() - offset);
+  if (sum != it->second)
+    fail(ErrorKind::invalid, path.string(), "payload checksum " + it->second, sum,
+         "the file is corrupt or truncated; use an earlier checkpoint");
+  if (checksum) *checksum = it->second;
+  auto file = parse_safetensors(f.bytes, std::move(f.header), path.string());
+  f.bytes.clear();
+  f.bytes.shrink_to_fit();
+  return file;
+}
+
 }  // namespace
 
-Checkpoint load_checkpoint(const fs::path& path) { return load_at_boundary(path, /*allow_delta=*/true); }
+ParsedFile read_parsed_file(const fs::path& path) {
+  ParsedFile f;
+  f.bytes = read_file(path);
+  f.header = parse_safetensors_header(f.bytes.data(), f.bytes.size(), path.string());
+  return f;
+}
 
-Checkpoint load_full_checkpoint(const fs::path& path) { return load_at_boundary(path, /*allow_delta=*/false); }
+LoadedCheckpoint load_checkpoint_file(const fs::path& path) {
+  return at_load_boundary(path, [&] {
+    LoadedCheckpoint out;
+    auto file = verified_tensors(path, read_parsed_file(path), &out.checksum);
+    auto kind = file.metadata.find("kind");
+    if (kind != file.metadata.end() && kind->second == "delta") {
+      auto checksum = std::move(out.checksum);
+      out = load_delta(path, std::move(file));
+      out.checksum = std::move(checksum);
+      return out;
+    }
+    out.ckpt = checkpoint_from_file(std::move(file));
+    return out;
+  });
+}
+
+Checkpoint base_from_parsed(const fs::path& path, ParsedFile parsed) {
+  return at_load_boundary(path, [&] {
+    auto file = verified_tensors(path, std::move(parsed), nullptr);
+    auto kind = file.metadata.find("kind");
+    if (kind != file.metadata.end() && kind->second == "delta")
+      fail(ErrorKind::invalid, path.string(), "a full checkpoint (the base of a delta)", "a delta checkpoint",
+           "a delta's base is always full; the files are damaged or crafted");
+    return checkpoint_from_file(std::move(file));
+  });
+}
+
+Checkpoint load_checkpoint(const fs::path& path) { return load_checkpoint_file(path).ckpt; }
 
 fs::path resolve_ckpt(const fs::path& ckpt) {
   std::error_code ec;

@@ -105,7 +105,7 @@ void save_delta_checkpoint(const fs::path& path, const Checkpoint& ckpt, const C
   save_safetensors(path, tensors, md, env);
 }
 
-Checkpoint load_delta(const fs::path& path, SafetensorsFile file) {
+LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
   const std::string where = path.string();
   auto& md = file.metadata;
   if (!md.count("base") || !md.count("delta_index"))
@@ -119,14 +119,19 @@ Checkpoint load_delta(const fs::path& path, SafetensorsFile file) {
   if (!fs::exists(base_path, ec))
     fail(ErrorKind::invalid, where, "its base checkpoint " + base_path.string(), "no such file",
          "the base was deleted; use another checkpoint");
-  auto base_md = read_safetensors_header(base_path).metadata;
+  // The base is read once: its header is checked here, then the same bytes are verified and decoded.
+  ParsedFile base_file = read_parsed_file(base_path);
+  auto& base_md = base_file.header.metadata;
   if (base_md["kind"] != "full")
     fail(ErrorKind::invalid, where, "a full checkpoint as base " + base_path.string(),
          "kind \"" + base_md["kind"].substr(0, 40) + "\"", "the delta file is damaged or crafted; use another checkpoint");
   if (base_md["checksum"] != md["base_checksum"])
     fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"],
          base_md["checksum"], "the base was replaced; use another checkpoint");
-  Checkpoint base = load_full_checkpoint(base_path);
+  LoadedCheckpoint out;
+  out.base_path = base_path;
+  out.base_checksum = base_md["checksum"];
+  Checkpoint base = base_from_parsed(base_path, std::move(base_file));
   std::unordered_map<std::string, torch::Tensor> old;
   for (auto& [n, t] : disk_tensors(base)) old[n] = t.contiguous();
   std::unordered_map<std::string, const torch::Tensor*> stored;
@@ -177,8 +182,10 @@ Checkpoint load_delta(const fs::path& path, SafetensorsFile file) {
   md.erase("delta_index");
   md["kind"] = "full";
   restored.metadata = md;
-  auto c = checkpoint_from_file(std::move(restored));
-  return c;
+  out.ckpt = checkpoint_from_file(std::move(restored));
+  old.clear();
+  out.base = std::move(base);
+  return out;
 }
 
 }  // namespace frugal

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "frugal/checkpoint.h"
@@ -15,10 +16,31 @@ std::string tensors_checksum(const NamedTensors& tensors);
 // On-disk tensor list: weights, then state under kStatePrefix.
 NamedTensors disk_tensors(const Checkpoint& ckpt);
 
-// A verified delta file -> the checkpoint it encodes (loads and verifies its base beside it).
-Checkpoint load_delta(const std::filesystem::path& path, SafetensorsFile file);
+// A checkpoint file read whole, its header parsed (once: everything after reads this one).
+struct ParsedFile {
+  std::string bytes;
+  SafetensorsHeader header;
+};
+ParsedFile read_parsed_file(const std::filesystem::path& path);
 
-// load_checkpoint() for a file that must not be a delta (a delta's base): Error(invalid) if it is.
-Checkpoint load_full_checkpoint(const std::filesystem::path& path);
+// A checkpoint as a load leaves it, with what a resume goes on from.
+struct LoadedCheckpoint {
+  Checkpoint ckpt;
+  std::string checksum;              // the file's metadata "checksum" (verified)
+  std::optional<Checkpoint> base;    // a delta's base (a full checkpoint), loaded and verified with it
+  std::filesystem::path base_path;
+  std::string base_checksum;
+};
+
+// load_checkpoint() keeping the file's checksum and a delta's base (CheckpointManager::load_latest
+// goes on from both without reading them again).
+LoadedCheckpoint load_checkpoint_file(const std::filesystem::path& path);
+
+// A delta's base, already read and its header checked by the caller (kind "full", checksum the
+// delta names): verified and decoded; bad input names `path`.
+Checkpoint base_from_parsed(const std::filesystem::path& path, ParsedFile file);
+
+// A verified delta file -> the checkpoint it encodes, with its base (read beside it and verified).
+LoadedCheckpoint load_delta(const std::filesystem::path& path, SafetensorsFile file);
 
 }  // namespace frugal

@@ -96,15 +96,17 @@ std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
     fs::path base_path;
     std::string base_checksum;
     try {
-      r.ckpt = load_checkpoint(entry.path);
+      // One read per file: a delta's load hands back the base it decoded against.
+      auto loaded = load_checkpoint_file(entry.path);
+      r.ckpt = std::move(loaded.ckpt);
       r.file = entry.path;
-      if (entry.name.delta) {
-        base_path = delta_base_path(entry.path, entry.base);
-        base = load_checkpoint(base_path);
-        base_checksum = read_safetensors_header(base_path).metadata["checksum"];
+      if (loaded.base) {
+        base = std::move(loaded.base);
+        base_path = loaded.base_path;
+        base_checksum = loaded.base_checksum;
       } else {
         base_path = entry.path;
-        base_checksum = read_safetensors_header(entry.path).metadata["checksum"];
+        base_checksum = loaded.checksum;
       }
     } catch (const Error& e) {
       r.skipped.push_back(e.what());

@@ -118,10 +118,9 @@ void save_safetensors(const fs::path& path, const NamedTensors& tensors, const M
 
 namespace {
 
-SafetensorsFile parse_checked(const std::string& bytes, const std::string& name) {
+SafetensorsFile parse_checked(const std::string& bytes, SafetensorsHeader h, const std::string& name) {
   // The header parser has checked every data_offsets range against the file size (without
   // wrapping) and dtype x shape against it, so the copies below stay inside `bytes`.
-  auto h = parse_safetensors_header(bytes.data(), bytes.size(), name);
   struct Item {
     std::string name;
     std::uint64_t begin, end;
@@ -163,8 +162,12 @@ SafetensorsFile parse_checked(const std::string& bytes, const std::string& name)
 }  // namespace
 
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name) {
+  return parse_safetensors(bytes, parse_safetensors_header(bytes.data(), bytes.size(), name), name);
+}
+
+SafetensorsFile parse_safetensors(const std::string& bytes, SafetensorsHeader header, const std::string& name) {
   try {
-    return parse_checked(bytes, name);
+    return parse_checked(bytes, std::move(header), name);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // nlohmann's, c10's, std::'s own: bad input at this boundary

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
 #include "frugal/checkpoint.h"
+#include "frugal/checkpoint_files.h"
 #include "frugal/fs.h"
 
 namespace fs = std::filesystem;
@@ -103,6 +106,31 @@ TEST(DeltaCheckpoint, ManagerWritesDeltasBetweenFullOnesAndResumesFromThem) {
   update(c, true, 99);
   EXPECT_NE(again.save(c).file.string().find(".delta."), std::string::npos);
   EXPECT_TRUE(same_tensors(again.load_latest()->ckpt.weights, c.weights));
+}
+
+// Issue 16: a load reads each file's header once (it was parsed twice per file, a delta's base
+// three times, and a resume from a delta loaded the base twice over).
+TEST(DeltaCheckpoint, ALoadParsesEachHeaderOnce) {
+  TempDir dir;
+  auto base = small_checkpoint(10);
+  const auto full = dir / checkpoint_file_name(1, 10, false);
+  const auto delta = dir / checkpoint_file_name(2, 20, true);
+  save_checkpoint(full, base);
+  save_delta_checkpoint(delta, small_checkpoint(20), base, full);
+  auto counted = [&](auto&& fn) {
+    const auto before = safetensors_header_parses();
+    fn();
+    return safetensors_header_parses() - before;
+  };
+  EXPECT_EQ(counted([&] { load_checkpoint(full); }), 1u);
+  EXPECT_EQ(counted([&] { load_checkpoint(delta); }), 2u);  // the delta's and its base's
+  // A resume lists the run (one header per checkpoint file), then loads the newest: the delta and
+  // its base, which it keeps for the next delta without reading it again.
+  CheckpointManager m(dir.path(), {.retention = {.keep_last = 2, .keep_best = 0}, .delta = true});
+  std::optional<CheckpointManager::Resume> r;
+  EXPECT_EQ(counted([&] { r = m.load_latest(); }), 2u + 2u);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ckpt.step, 20);
 }
 
 }  // namespace
