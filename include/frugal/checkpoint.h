@@ -16,6 +16,8 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +29,7 @@
 #include "frugal/budget.h"
 #include "frugal/env.h"
 #include "frugal/models.h"
+#include "frugal/checkpoint_files.h"
 #include "frugal/run_folder.h"
 #include "frugal/safetensors.h"
 
@@ -79,6 +82,39 @@ inline Checkpoint load_ckpt_arg(const std::filesystem::path& ckpt) { return load
 
 // Deep copy to contiguous CPU tensors, so training can go on mutating the originals.
 Checkpoint snapshot(const Checkpoint& ckpt);
+
+// --- Model files ---------------------------------------------------------------------------------
+// Compressed model files (docs/compressed-model.md): a checkpoint of kind "model" whose metadata
+// "compression" indexes the encoded weights (NAME values, NAME@mask bitmask, NAME@scale int8 scales).
+// Written by compress (save_compressed_model), read here.
+inline constexpr const char* kCompressionKey = "compression";
+inline constexpr const char* kCompressedFormat = "frugal-compressed";
+inline constexpr int kCompressedVersion = 1;
+inline constexpr const char* kCompressedMaskSuffix = "@mask";
+inline constexpr const char* kCompressedScaleSuffix = "@scale";
+
+// Float32 tensors under torchvision names. Throws Error(invalid) naming `source` and the tensor for
+// inconsistent values/mask/scale.
+std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, const nlohmann::json& index,
+                                                    const std::string& source);
+
+struct LoadedModel {
+  ModelInfo info;
+  std::shared_ptr<Model> model;  // on the CPU, in eval mode
+};
+
+// CKPT as CLI.md has it: a checkpoint file, best.safetensors, a run folder (its best checkpoint) or
+// a compressed model file. int8 weights are dequantized to float32 here (see docs/compressed-model.md
+// for why), and a note on stderr says so.
+LoadedModel load_model_any(const std::filesystem::path& ckpt);
+
+// What a model file holds, for reports: size on disk and its "compression" metadata (null when none).
+struct ModelFileSummary {
+  std::filesystem::path file;
+  std::uint64_t bytes = 0;
+  nlohmann::json compression;
+};
+ModelFileSummary summarize_model_file(const std::filesystem::path& ckpt);
 
 // --- Trainer state helpers -------------------------------------------------------------------
 // Optimizer state as named tensors "optim.<param name>.<field>" (+ "optim.<param>.step" as I64),

@@ -1,6 +1,6 @@
-// Smaller models: L1 unstructured pruning, int8 / fp16 weights, and the compressed model file
-// (docs/compressed-model.md), plus load_model_any(), the one loader eval / predict / export use
-// for checkpoints, run folders and compressed files alike.
+// Smaller models: L1 unstructured pruning, int8 / fp16 weights, and writing the compressed model
+// file (docs/compressed-model.md). Reading it (load_model_any, the one loader eval / predict /
+// export use for checkpoints, run folders and compressed files alike) is checkpoint.h's.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/checkpoint.h"
 #include "frugal/models.h"
 #include "frugal/safetensors.h"
 
@@ -53,11 +54,6 @@ struct EncodedWeights {
 EncodedWeights encode_weights(const std::map<std::string, torch::Tensor>& state,
                               const std::vector<std::string>& compressible, WeightFormat format);
 
-// Float32 tensors under torchvision names. Throws Error(invalid) naming `source` and the tensor for
-// inconsistent values/mask/scale.
-std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, const nlohmann::json& index,
-                                                    const std::string& source);
-
 // ---- Files --------------------------------------------------------------------------------------
 struct CompressOptions {
   double prune = 0;                          // fraction of conv/linear weights set to zero
@@ -71,24 +67,6 @@ struct CompressOptions {
 // and fine-tune first).
 void save_compressed_model(const std::filesystem::path& out, const ModelInfo& info, Model& model,
                            const CompressOptions& options);
-
-struct LoadedModel {
-  ModelInfo info;
-  std::shared_ptr<Model> model;  // on the CPU, in eval mode
-};
-
-// CKPT as CLI.md has it: a checkpoint file, best.safetensors, a run folder (its best checkpoint) or
-// a compressed model file. int8 weights are dequantized to float32 here (see docs/compressed-model.md
-// for why), and a note on stderr says so.
-LoadedModel load_model_any(const std::filesystem::path& ckpt);
-
-// What a model file holds, for reports: size on disk and its "compression" metadata (null when none).
-struct ModelFileSummary {
-  std::filesystem::path file;
-  std::uint64_t bytes = 0;
-  nlohmann::json compression;
-};
-ModelFileSummary summarize_model_file(const std::filesystem::path& ckpt);
 
 }  // namespace frugal
 

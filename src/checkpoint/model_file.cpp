@@ -1,0 +1,162 @@
+// Reading model files: any CKPT (a checkpoint, best.safetensors, a run folder, a compressed
+// model) as a model ready to run, and the compressed models' stored weights decoded to float32
+// (docs/compressed-model.md). Writing compressed models is compress's.
+#include <filesystem>
+#include <map>
+
+#include "frugal/checked.h"
+#include "frugal/checkpoint.h"
+#include "frugal/error.h"
+#include "frugal/progress.h"
+
+namespace frugal {
+namespace {
+
+nlohmann::json parse_compression(const Checkpoint& c, const std::string& source) {
+  auto it = c.extra.find(kCompressionKey);
+  if (it == c.extra.end()) return nullptr;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(it->second);
+    if (!j.is_object() || !j.contains("tensors") || !j["tensors"].is_object())
+      fail(ErrorKind::invalid, source, "metadata \"compression\" as an object with a \"tensors\" index",
+           j.is_object() ? "no tensor index" : std::string("a JSON ") + j.type_name(),
+           "the file is damaged; compress the checkpoint again");
+    if (j.value("format", "") != kCompressedFormat || j.value("version", 0) != kCompressedVersion)
+      fail(ErrorKind::unsupported, source, std::string(kCompressedFormat) + " version " +
+           std::to_string(kCompressedVersion), j.value("format", "?") + " version " +
+           std::to_string(j.value("version", 0)), "use the frugal that wrote this file, or compress again");
+  } catch (const nlohmann::json::exception& e) {  // values of the wrong JSON type
+    fail(ErrorKind::invalid, source, "JSON in metadata \"compression\"", e.what(),
+         "the file is damaged; compress the checkpoint again");
+  }
+  return j;
+}
+
+torch::Tensor unpack_bits(const torch::Tensor& packed, std::int64_t n) {
+  auto shifts = torch::arange(8, torch::kInt32);
+  auto bits = packed.to(torch::kInt32).unsqueeze(1).bitwise_right_shift(shifts).bitwise_and(1);
+  return bits.flatten().slice(0, 0, n).to(torch::kBool);
+}
+
+std::vector<std::int64_t> channel_view(const torch::Tensor& w) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(w.dim()), 1);
+  v[0] = -1;
+  return v;
+}
+
+[[noreturn]] void bad(const std::string& source, const std::string& name, const std::string& expected,
+                      const std::string& found) {
+  fail(ErrorKind::invalid, source + ": " + name, expected, found,
+       "the compressed model is damaged; compress the checkpoint again");
+}
+
+torch::Tensor decode_one(const std::map<std::string, torch::Tensor>& stored, const std::string& name,
+                         const nlohmann::json& entry, const std::string& source) {
+  auto get = [&](const std::string& n) -> const torch::Tensor& {
+    auto it = stored.find(n);
+    if (it == stored.end()) bad(source, n, "a tensor of that name", "none");
+    return it->second;
+  };
+  const auto shape = entry.at("shape").get<std::vector<std::int64_t>>();
+  const auto dtype = entry.at("dtype").get<std::string>();
+  const auto encoding = entry.at("encoding").get<std::string>();
+  // Checked: the product sizes an allocation below, and every stored size is compared with it.
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) bad(source, name, "dimensions of zero or more", std::to_string(d));
+    n = checked_mul(n, d, source + ": " + name, "an element count");
+  }
+  auto values = get(name).to(torch::kFloat32).flatten();
+  torch::Tensor w;
+  if (encoding == "bitmask") {
+    const auto& packed = get(name + kCompressedMaskSuffix);
+    if (packed.scalar_type() != torch::kUInt8 || packed.numel() != (n + 7) / 8)
+      bad(source, name + kCompressedMaskSuffix, "U8 of " + std::to_string((n + 7) / 8) + " bytes",
+          std::to_string(packed.numel()) + " entries");
+    auto keep = unpack_bits(packed, n);
+    const auto kept = keep.sum().item<std::int64_t>();
+    if (kept != values.numel())
+      bad(source, name, std::to_string(kept) + " values (the mask's bits)", std::to_string(values.numel()));
+    w = torch::zeros({n}, torch::kFloat32).masked_scatter(keep, values);
+  } else if (encoding == "dense") {
+    if (values.numel() != n) bad(source, name, std::to_string(n) + " values", std::to_string(values.numel()));
+    w = values;
+  } else {
+    bad(source, name, "encoding \"dense\" or \"bitmask\"", "\"" + encoding + "\"");
+  }
+  w = w.view(shape);
+  if (dtype == "int8") {
+    const auto& scale = get(name + kCompressedScaleSuffix);
+    if (shape.empty() || scale.numel() != shape[0])
+      bad(source, name + kCompressedScaleSuffix, std::to_string(shape.empty() ? 0 : shape[0]) + " scales",
+          std::to_string(scale.numel()));
+    w = w * scale.to(torch::kFloat32).view(channel_view(w));
+  } else if (dtype != "float16" && dtype != "float32") {
+    bad(source, name, "dtype int8, float16 or float32", dtype);
+  }
+  return w.contiguous();
+}
+
+}  // namespace
+
+std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, const nlohmann::json& index,
+                                                    const std::string& source) {
+  std::map<std::string, torch::Tensor> by_name(stored.begin(), stored.end());
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& [name, t] : stored) {
+    if (name.find('@') != std::string::npos) continue;
+    try {
+      out[name] = index.contains(name) ? decode_one(by_name, name, index.at(name), source)
+                                       : t.to(t.is_floating_point() ? torch::kFloat32 : t.scalar_type());
+    } catch (const nlohmann::json::exception& e) {
+      bad(source, name, "a valid compression index entry", e.what());
+    } catch (const c10::Error& e) {  // a shape LibTorch refuses (view, masked_scatter)
+      bad(source, name, "a shape that fits its stored values", e.what_without_backtrace());
+    }
+  }
+  for (const auto& [name, entry] : index.items())
+    if (!out.count(name)) bad(source, name, "the tensor the compression index lists", "none");
+  return out;
+}
+
+LoadedModel load_model_any(const std::filesystem::path& ckpt) {
+  const auto file = resolve_ckpt(ckpt);
+  Checkpoint c = load_checkpoint(file);
+  const auto compression = parse_compression(c, file.string());
+  std::map<std::string, torch::Tensor> weights;
+  if (compression.is_null()) {
+    weights = c.weight_map();
+  } else {
+    weights = decode_weights(c.weights, compression.at("tensors"), file.string());
+    // LibTorch's dynamic int8 kernels are reachable only through modules the zoo does not use
+    // (docs/compressed-model.md), so int8 weights run as float32; only the file is smaller.
+    if (compression.contains("weights") && compression["weights"] == "int8")
+      note(file.string() + ": int8 weights dequantized to float32 at load (stored as int8 + scales; "
+           "inference runs in float32)");
+  }
+  LoadedModel out{c.model, make_model(c.model.name, static_cast<int>(c.model.classes.size()), c.model.channels)};
+  load_weights(*out.model, weights, /*allow_head_mismatch=*/false);
+  out.model->eval();
+  return out;
+}
+
+ModelFileSummary summarize_model_file(const std::filesystem::path& ckpt) {
+  ModelFileSummary s;
+  s.file = resolve_ckpt(ckpt);
+  s.bytes = std::filesystem::file_size(s.file);
+  auto header = read_safetensors_header(s.file);
+  auto it = header.metadata.find(kCompressionKey);
+  s.compression = nullptr;
+  if (it != header.metadata.end()) {
+    try {
+      s.compression = nlohmann::json::parse(it->second);
+      s.compression.erase("tensors");  // per-tensor detail is for the loader, not for reports
+    } catch (const nlohmann::json::exception&) {
+      s.compression = nullptr;
+    }
+  }
+  return s;
+}
+
+}  // namespace frugal
