@@ -20,6 +20,8 @@
 
 namespace frugal {
 
+class Env;  // env.h: the seam every write goes through
+
 inline constexpr std::string_view kTempMarker = ".frugal-tmp-";
 
 class UniqueFd {
@@ -84,30 +86,11 @@ inline bool remove_if_abandoned(const std::filesystem::path& temp,
 void fsync_fd(int fd, const std::string& name);
 void fsync_dir(const std::filesystem::path& dir);
 
-// Crash-safe replacement of `path` with `data` (protocol above).
+// Crash-safe replacement of `path` with `data` (protocol above), through Env::real() or `env`.
+// Larger outputs written in pieces use env.h's AtomicWrite / write_atomic, the one implementation
+// of the protocol.
 void write_file_atomic(const std::filesystem::path& path, std::string_view data);
-
-// Writes through a temporary file; commit() makes it visible atomically, otherwise the destructor
-// removes the temporary. For large outputs written in pieces.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::filesystem::path path);
-  ~AtomicFile();
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  void write(const void* data, std::size_t n);
-  void write(std::string_view s) { write(s.data(), s.size()); }
-  std::uint64_t size() const { return written_; }
-  int fd() const { return fd_.get(); }
-  void commit();
-
- private:
-  std::filesystem::path path_, temp_;
-  UniqueFd fd_;
-  UniqueFd lock_;  // a duplicate of fd_ that keeps the owner's lock until the rename is done
-  std::uint64_t written_ = 0;
-  bool committed_ = false;
-};
+void write_file_atomic(Env& env, const std::filesystem::path& path, std::string_view data);
 
 // Names that come from data (a manifest's "name", a delta's base, an archive entry, a config value)
 // become paths on disk only through these two functions.

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/env.h"
+
 namespace frugal {
 
 struct PackOptions {
@@ -31,6 +33,7 @@ struct PackResult {
 
 // Entries are written in sorted name order with fixed timestamps, so the same input gives the
 // same bytes. Already-compressed images are stored, other files deflated.
-PackResult pack(const std::filesystem::path& src, const PackOptions& options);
+// Every write goes through `env`.
+PackResult pack(const std::filesystem::path& src, const PackOptions& options, Env& env = Env::real());
 
 }  // namespace frugal

@@ -128,8 +128,8 @@ std::string SplitManifest::to_json() const {
   return j.dump(2) + "\n";
 }
 
-void SplitManifest::save(const std::filesystem::path& manifest_path) const {
-  write_file_atomic(manifest_path, to_json());
+void SplitManifest::save(const std::filesystem::path& manifest_path, Env& env) const {
+  write_file_atomic(env, manifest_path, to_json());
 }
 
 bool is_manifest_path(const std::filesystem::path& path) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "frugal/env.h"
+
 namespace frugal {
 
 struct SplitPart {
@@ -31,7 +33,7 @@ struct SplitManifest {
   // The same checks on text already read; `dir` becomes the manifest's folder.
   static SplitManifest parse(std::string_view json, const std::filesystem::path& dir, const std::string& where);
   std::string to_json() const;
-  void save(const std::filesystem::path& manifest_path) const;  // crash-safe write
+  void save(const std::filesystem::path& manifest_path, Env& env = Env::real()) const;  // crash-safe write
   std::filesystem::path part_path(std::size_t i) const { return dir / parts[i].file; }
 };
 

@@ -19,11 +19,11 @@ namespace {
 // The whole-zip sink: buffered, because the zip writer issues many small header writes.
 class FileSink : public ByteSink {
  public:
-  explicit FileSink(const std::filesystem::path& path) : file_(path) { buf_.reserve(kBuffer); }
+  FileSink(Env& env, const std::filesystem::path& path) : file_(env, path) { buf_.reserve(kBuffer); }
   void write(const void* data, std::size_t n) override {
     if (buf_.size() + n > kBuffer) drain();
     if (n >= kBuffer) {
-      file_.write(data, n);
+      file_.file().append(data, n);
     } else {
       auto* p = static_cast<const char*>(data);
       buf_.insert(buf_.end(), p, p + n);
@@ -39,10 +39,10 @@ class FileSink : public ByteSink {
  private:
   static constexpr std::size_t kBuffer = 4u << 20;
   void drain() {
-    if (!buf_.empty()) file_.write(buf_.data(), buf_.size());
+    if (!buf_.empty()) file_.file().append(buf_.data(), buf_.size());
     buf_.clear();
   }
-  AtomicFile file_;
+  AtomicWrite file_;
   std::vector<char> buf_;
   std::uint64_t offset_ = 0;
 };
@@ -179,7 +179,7 @@ Plan plan_idx(const std::filesystem::path& src, const PackOptions& opt) {
 }
 }  // namespace
 
-PackResult pack(const std::filesystem::path& src, const PackOptions& opt) {
+PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& env) {
   if (opt.output.empty()) fail(ErrorKind::usage, "pack", "-o OUT.zip", "no output", "give -o OUT.zip");
   if (!std::filesystem::exists(src))
     fail(ErrorKind::usage, src.string(), "a folder or IDX file", "nothing there", "check the path");
@@ -192,15 +192,15 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt) {
          "the sub-folders' names are the class names; drop --class-names");
   Plan plan = idx ? plan_idx(src, opt) : plan_folder(src, opt, std::make_shared<std::vector<std::string>>());
   result.classes = plan.classes;
-  if (!opt.output.parent_path().empty()) std::filesystem::create_directories(opt.output.parent_path());
+  if (!opt.output.parent_path().empty()) env.create_dirs(opt.output.parent_path());
   const int threads = std::max(1, opt.threads);
 
   if (opt.split_size > 0) {
     auto dir = opt.output.parent_path().empty() ? std::filesystem::path(".") : opt.output.parent_path();
     const std::string name = opt.output.filename().string();
     const auto manifest_path = dir / (name + ".manifest.json");
-    std::filesystem::remove(manifest_path);  // never leave a manifest that names parts we replace
-    PartWriter parts(dir, name, opt.split_size);
+    env.remove_file(manifest_path);  // never leave a manifest that names parts we replace
+    PartWriter parts(dir, name, opt.split_size, 4, true, env);
     ZipWriter zip(parts);
     write_entries(plan.count, plan.make, threads, zip, result);
     zip.finish();
@@ -210,7 +210,7 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt) {
     result.entries = zip.entries();
     result.zip64 = zip.zip64();
   } else {
-    FileSink file(opt.output);
+    FileSink file(env, opt.output);
     ZipWriter zip(file);
     write_entries(plan.count, plan.make, threads, zip, result);
     zip.finish();

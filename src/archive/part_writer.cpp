@@ -1,9 +1,5 @@
 #include "archive/part_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "frugal/error.h"
@@ -28,8 +24,9 @@ std::string PartWriter::part_name(const std::string& name, std::size_t index, in
   return name + ".part" + num;
 }
 
-PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits, bool sync)
-    : dir_(std::move(dir)), name_(std::move(name)), part_size_(part_size), digits_(digits), sync_(sync) {
+PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits, bool sync,
+                       Env& env)
+    : env_(env), dir_(std::move(dir)), name_(std::move(name)), part_size_(part_size), digits_(digits), sync_(sync) {
   if (part_size_ == 0) fail(ErrorKind::usage, name_, "a part size above 0", "0", "give --size like 1000M");
   buf_[0].resize(kBufferSize);
   buf_[1].resize(kBufferSize);
@@ -40,8 +37,17 @@ PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_
 PartWriter::~PartWriter() {
   if (finished_) return;
   whole_.wait();  // the worker may still read a buffer we are about to free
-  if (fd_) ::unlink(temp_.c_str());  // while its lock is still held (fs.h): never swept as abandoned
-  for (const auto& p : manifest_.parts) ::unlink((dir_ / p.file).c_str());
+  // Best effort, and the open part first, while its lock is still held (fs.h): never swept as
+  // abandoned by someone else meanwhile.
+  auto remove = [&](const std::filesystem::path& p) {
+    try {
+      env_.remove_file(p);
+    } catch (const std::exception&) {
+    }
+  };
+  if (part_) remove(temp_);
+  part_.reset();
+  for (const auto& p : manifest_.parts) remove(dir_ / p.file);
 }
 
 std::span<char> PartWriter::space() {
@@ -76,10 +82,10 @@ void PartWriter::flush() {
 
 void PartWriter::write_to_parts(const char* p, std::size_t n) {
   while (n > 0) {
-    if (!fd_) open_part();
+    if (!part_) open_part();
     std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, part_size_ - part_written_));
     part_sha_->update(p, k);
-    write_full(fd_.get(), p, k, temp_.string());
+    part_->append(p, k);
     part_written_ += k;
     p += k;
     n -= k;
@@ -90,27 +96,26 @@ void PartWriter::write_to_parts(const char* p, std::size_t n) {
 void PartWriter::open_part() {
   const auto final_path = dir_ / part_name(name_, manifest_.parts.size(), digits_);
   temp_ = temp_path_for(final_path);
-  int fd = create_owned_temp(temp_);  // locked: `clean` and budgets see a live writer's part
-  if (fd < 0) fail_errno("create", temp_.string(), errno);
-  fd_ = UniqueFd(fd);
+  part_ = env_.new_writable_file(temp_);  // owned: `clean` and budgets see a live writer's part
   part_sha_ = std::make_unique<Sha256>();
   part_written_ = 0;
 }
 
 void PartWriter::close_part() {
   const std::string file = part_name(name_, manifest_.parts.size(), digits_);
-  if (sync_) fsync_fd(fd_.get(), temp_.string());
-  // Renamed while still open, so the lock that marks the temporary as owned lasts until it has its
-  // final name.
-  if (::rename(temp_.c_str(), (dir_ / file).c_str()) != 0) fail_errno("rename", (dir_ / file).string(), errno);
-  if (::close(fd_.release()) != 0) fail_errno("close", (dir_ / file).string(), errno);
+  if (sync_) part_->sync();
+  part_->close();
+  // The file object keeps a duplicate of the descriptor holding the owner's lock until it is
+  // destroyed, so the temporary stays owned until it has its final name.
+  env_.rename_file(temp_, dir_ / file);
+  part_.reset();
   manifest_.parts.push_back({file, part_written_, part_sha_->hex_digest()});
 }
 
 SplitManifest PartWriter::finish(const std::filesystem::path& manifest_path) {
   flush();
-  if (fd_ || manifest_.parts.empty()) {  // an empty stream still gets its one (empty) part
-    if (!fd_) open_part();
+  if (part_ || manifest_.parts.empty()) {  // an empty stream still gets its one (empty) part
+    if (!part_) open_part();
     close_part();
   }
   manifest_.size = total_;
@@ -119,12 +124,12 @@ SplitManifest PartWriter::finish(const std::filesystem::path& manifest_path) {
   if (need > digits_) {
     for (std::size_t i = 0; i < manifest_.parts.size(); ++i) {
       std::string wider = part_name(name_, i, need);
-      std::filesystem::rename(dir_ / manifest_.parts[i].file, dir_ / wider);
+      env_.rename_file(dir_ / manifest_.parts[i].file, dir_ / wider);
       manifest_.parts[i].file = wider;
     }
   }
-  if (sync_) fsync_dir(dir_);
-  manifest_.save(manifest_path);
+  if (sync_) env_.sync_dir(dir_);
+  manifest_.save(manifest_path, env_);
   finished_ = true;
   return manifest_;
 }

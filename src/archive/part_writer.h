@@ -1,6 +1,7 @@
 // Writes one byte stream as split parts "<dir>/<name>.partNNNN" of at most part_size bytes each,
 // hashing every part and the whole stream as the bytes go by, so that nothing is read twice.
-// Each part is written under a temporary name and renamed when complete; finish() writes the
+// Each part is written under an owned temporary name (Env::new_writable_file) and renamed when
+// complete, every write going through the Env given; finish() writes the
 // manifest last, so a manifest on disk always describes a complete set. A writer destroyed
 // before finish() removes what it wrote.
 #pragma once
@@ -15,6 +16,7 @@
 #include "archive/byte_sink.h"
 #include "archive/manifest.h"
 #include "archive/sha256_worker.h"
+#include "frugal/env.h"
 #include "frugal/fs.h"
 
 namespace frugal {
@@ -24,7 +26,7 @@ class PartWriter : public ByteSink {
   // `digits`: the least number of digits in part numbers; more are used when the parts outnumber
   // them (the parts are then renamed in finish()).
   PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits = 4,
-             bool sync = true);
+             bool sync = true, Env& env = Env::real());
   ~PartWriter() override;
   PartWriter(const PartWriter&) = delete;
   PartWriter& operator=(const PartWriter&) = delete;
@@ -47,6 +49,7 @@ class PartWriter : public ByteSink {
   void open_part();
   void close_part();
 
+  Env& env_;
   std::filesystem::path dir_;
   std::string name_;
   std::uint64_t part_size_;
@@ -58,7 +61,7 @@ class PartWriter : public ByteSink {
   std::uint64_t total_ = 0;
   Sha256Worker whole_;
   std::unique_ptr<Sha256> part_sha_;
-  UniqueFd fd_;
+  std::unique_ptr<WritableFile> part_;  // the open part; holds its temporary's owner lock
   std::filesystem::path temp_;
   std::uint64_t part_written_ = 0;
   SplitManifest manifest_;

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <random>
 
+#include "frugal/env.h"
 #include "frugal/error.h"
 
 namespace frugal {
@@ -160,40 +161,11 @@ void fsync_dir(const std::filesystem::path& dir) {
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view data) {
-  AtomicFile f(path);
-  f.write(data);
-  f.commit();
+  write_file_atomic(Env::real(), path, data);
 }
 
-AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)), temp_(temp_path_for(path_)) {
-  int fd = create_owned_temp(temp_);
-  if (fd < 0) fail_errno("create", temp_.string(), errno);
-  fd_ = UniqueFd(fd);
-  int lock = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (lock < 0) {
-    const int err = errno;
-    ::unlink(temp_.c_str());
-    fail_errno("duplicate the descriptor of", temp_.string(), err);
-  }
-  lock_ = UniqueFd(lock);
-}
-
-AtomicFile::~AtomicFile() {
-  if (!committed_) ::unlink(temp_.c_str());  // while still holding the lock
-}
-
-void AtomicFile::write(const void* data, std::size_t n) {
-  write_full(fd_.get(), data, n, temp_.string());
-  written_ += n;
-}
-
-void AtomicFile::commit() {
-  fsync_fd(fd_.get(), temp_.string());
-  if (::close(fd_.release()) != 0) fail_errno("close", temp_.string(), errno);
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail_errno("rename", path_.string(), errno);
-  committed_ = true;
-  lock_ = UniqueFd();
-  fsync_dir(path_.parent_path());
+void write_file_atomic(Env& env, const std::filesystem::path& path, std::string_view data) {
+  write_atomic(env, path, [&](WritableFile& f) { f.append(data); });
 }
 
 std::string normalize_relative(std::string_view rel) {

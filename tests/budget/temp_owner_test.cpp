@@ -92,11 +92,11 @@ TEST(TempOwner, SymlinkNamedLikeATemporaryIsNeverFollowedOrRemoved) {
   EXPECT_TRUE(fs::is_symlink(dir / "p.frugal-tmp-bbbbbbbbbbbb"));
 }
 
-TEST(TempOwner, AtomicFileHoldsTheLockUntilItsRename) {
+TEST(TempOwner, AtomicWriteHoldsTheLockUntilItsRename) {
   TempDir dir;
   {
-    AtomicFile f(dir / "out.bin");
-    f.write("hello");
+    AtomicWrite f(Env::real(), dir / "out.bin");
+    f.file().append("hello");
     auto temps = temporaries_in(dir.path());
     ASSERT_EQ(temps.size(), 1u);
     EXPECT_EQ(sweep_temp(temps[0], std::chrono::seconds(0), true), TempState::owned);
