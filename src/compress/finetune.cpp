@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "frugal/compress.h"
 #include "frugal/data.h"
 #include "frugal/error.h"
@@ -13,15 +11,8 @@ void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& mask
   DatasetOptions dopts;
   dopts.channels = info.channels;
   auto data = Dataset::open(archive, dopts);
-  std::vector<std::int64_t> to_model;  // dataset label -> model output index, by class name
-  for (const auto& name : data->classes()) {
-    auto it = std::find(info.classes.begin(), info.classes.end(), name);
-    if (it == info.classes.end())
-      fail(ErrorKind::invalid, archive.string(), "classes the model knows", "class \"" + name + "\"",
-           "fine-tune on data with the model's classes");
-    to_model.push_back(it - info.classes.begin());
-  }
-  auto remap = torch::tensor(to_model, torch::kInt64);
+  // The one class rule (evaluate.h): by name; a subset of the model's classes is fine-tuned on.
+  auto remap = match_classes(info.classes, data->classes(), archive.string()).remap();
 
   LoaderOptions lopts;
   lopts.image_size = info.image_size;

@@ -1,9 +1,13 @@
 // Evaluation: loss, top-1 accuracy and per-class accuracy over any source of batches, with the
-// evaluation chunk halved on running out of GPU memory.
+// evaluation chunk halved on running out of GPU memory; and the one rule that matches a dataset's
+// classes to a model's outputs.
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <map>
 
 #include "frugal/data.h"
 #include "frugal/error.h"
@@ -14,6 +18,78 @@
 #include "train/device.h"
 
 namespace frugal {
+namespace {
+
+// "a, b, c, d, e, ... (10 in all)": enough names to see how two lists differ.
+std::string first_names(const std::vector<std::string>& names, std::size_t shown = 5) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > shown) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out.empty() ? "none" : out;
+}
+
+// "0_T-shirt" -> "T-shirt": the number prefix `frugal pack` gives IDX classes; "" when none.
+std::string without_number_prefix(const std::string& name) {
+  std::size_t i = 0;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+  return i > 0 && i + 1 < name.size() && name[i] == '_' ? name.substr(i + 1) : "";
+}
+
+}  // namespace
+
+torch::Tensor ClassMatch::remap() const { return torch::tensor(to_model, torch::kInt64); }
+
+std::string ClassMatch::note(const std::string& data_name) const {
+  if (absent.empty()) return "";
+  return data_name + " holds " + std::to_string(to_model.size()) + " of the model's " + std::to_string(model_classes) +
+         " classes (absent: " + first_names(absent) + "); accuracy and per-class figures are over the classes present";
+}
+
+ClassMatch match_classes(const std::vector<std::string>& model_classes, const std::vector<std::string>& data_classes,
+                         const std::string& data_name) {
+  ClassMatch m;
+  m.model_classes = static_cast<int>(model_classes.size());
+  std::map<std::string, std::int64_t> index;
+  for (std::size_t i = 0; i < model_classes.size(); ++i) index.emplace(model_classes[i], static_cast<std::int64_t>(i));
+  std::vector<std::string> unknown;
+  std::vector<bool> present(model_classes.size(), false);
+  for (const auto& name : data_classes) {
+    auto it = index.find(name);
+    if (it == index.end()) {
+      unknown.push_back(name);
+      continue;
+    }
+    m.to_model.push_back(it->second);
+    present[static_cast<std::size_t>(it->second)] = true;
+  }
+  if (!unknown.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& u : unknown) quoted.push_back("\"" + u + "\"");
+    // The model's class that a data class is, but for a number prefix on either side ("0_T-shirt"
+    // and "T-shirt": `frugal pack` names IDX classes that way); "" when none.
+    std::map<std::string, std::string> model_bare;
+    for (const auto& c : model_classes)
+      if (auto bare = without_number_prefix(c); !bare.empty()) model_bare.emplace(bare, c);
+    auto counterpart = [&](const std::string& u) -> std::string {
+      if (auto bare = without_number_prefix(u); !bare.empty() && index.count(bare)) return bare;
+      auto it = model_bare.find(u);
+      return it == model_bare.end() ? "" : it->second;
+    };
+    const bool prefixed = std::all_of(unknown.begin(), unknown.end(),
+                                      [&](const std::string& u) { return !counterpart(u).empty(); });
+    std::string hint = "the model's classes: " + first_names(model_classes) + "; the data's: " + first_names(data_classes);
+    hint += prefixed ? "; the names differ by a number prefix (\"" + unknown[0] + "\" where the model has \"" +
+                           counterpart(unknown[0]) + "\"): name the classes of both sets alike"
+                     : "; evaluate on data with the model's class names";
+    fail(ErrorKind::invalid, data_name, "classes the model knows",
+         std::to_string(unknown.size()) + (unknown.size() == 1 ? " class" : " classes") + " it does not: " +
+             first_names(quoted, 3),
+         hint);
+  }
+  for (std::size_t i = 0; i < model_classes.size(); ++i)
+    if (!present[i]) m.absent.push_back(model_classes[i]);
+  return m;
+}
 
 nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
   nlohmann::json per = nlohmann::json::object();
@@ -84,6 +160,7 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         e.oom_noted = true;
       }
     }
+    if (e.after_batch) e.after_batch(n);
   }
   model.train(was_training);
   EvalResult r;
@@ -95,6 +172,26 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
   for (int i = 0; i < num_classes; ++i) {
     auto ni = n[i].item<std::int64_t>();
     r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
+  }
+  return r;
+}
+
+EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, const StepOptions& options,
+                    EvalOptions* eval) {
+  torch::Tensor remap = match.remap();
+  source.start(0, 0);
+  EvalResult r = evaluate(model, [&](torch::Tensor& images, torch::Tensor& labels) {
+    auto b = source.next();
+    if (!b) return false;
+    if (remap.device() != b->labels.device()) remap = remap.to(b->labels.device());
+    images = b->images;
+    labels = remap.index_select(0, b->labels);
+    return true;
+  }, match.model_classes, options, eval);
+  if (!r.per_class.empty()) {  // the model's outputs -> the data's classes
+    std::vector<double> per;
+    for (auto i : match.to_model) per.push_back(r.per_class[static_cast<std::size_t>(i)]);
+    r.per_class = std::move(per);
   }
   return r;
 }

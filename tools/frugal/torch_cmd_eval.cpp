@@ -15,7 +15,7 @@ int cmd_eval(int argc, char** argv) {
   int batch_size = 256, workers = 2;
   bool json = false;
   app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder (its best.safetensors)")->required();
-  app.add_option("--data", data, "archive to evaluate on (same class names as the model's)")->required();
+  app.add_option("--data", data, "archive to evaluate on (the model's class names, all or some of them)")->required();
   app.add_option("--label-pattern", label_pattern, "regex with one capture group for labels in file names");
   app.add_option("--batch-size", batch_size, "images per forward pass");
   app.add_option("--workers", workers, "decode threads");
@@ -28,9 +28,10 @@ int cmd_eval(int argc, char** argv) {
   d.label_pattern = label_pattern;
   d.channels = loaded.info.channels;
   auto dataset = Dataset::open(data, d);
-  if (dataset->classes() != loaded.info.classes)
-    fail(ErrorKind::invalid, data, "the model's " + std::to_string(loaded.info.classes.size()) + " classes",
-         std::to_string(dataset->classes().size()) + " classes that differ", "evaluate on data with the same class folders");
+  // The data may hold a subset of the model's classes (said in a note); a class the model does not
+  // know is exit 3 naming it.
+  const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), data);
+  if (!match.absent.empty()) note("note: " + match.note(data));
   LoaderOptions lo;
   lo.image_size = loaded.info.image_size;
   lo.train = false;
@@ -41,14 +42,17 @@ int cmd_eval(int argc, char** argv) {
   StepOptions so;
   so.mean = loaded.info.mean;
   so.std = loaded.info.std;
-  EvalResult r = evaluate(*loaded.model, loader, static_cast<int>(loaded.info.classes.size()), so);
+  EvalResult r = evaluate(*loaded.model, loader, match, so);
+  const auto& classes = dataset->classes();  // per_class follows the data's classes
   if (json) {
-    print_json(r.to_json(loaded.info.classes));
+    auto doc = r.to_json(classes);
+    if (!match.absent.empty()) doc["absent_classes"] = match.absent;
+    print_json(doc);
   } else {
     note("accuracy " + std::to_string(100.0 * r.accuracy) + "% loss " + std::to_string(r.loss) + " on " +
          std::to_string(r.samples) + " images");
     for (std::size_t i = 0; i < r.per_class.size(); ++i)
-      note("  " + loaded.info.classes[i] + ": " + std::to_string(100.0 * r.per_class[i]) + "%");
+      note("  " + classes[i] + ": " + std::to_string(100.0 * r.per_class[i]) + "%");
   }
   return 0;
 }
