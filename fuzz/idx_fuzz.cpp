@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 #include "frugal/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -17,7 +17,7 @@ struct PackOptions {
   std::uint64_t split_size = 0;        // > 0: write only OUT.zip.partNNNN + OUT.zip.manifest.json
   std::string root;                    // optional folder every entry name starts with
   std::string idx_set;                 // IDX folder: which set ("train", "t10k"); empty: the only one
-  std::vector<std::string> class_names;  // IDX: folder names for labels 0..n-1 (default: see idx.h)
+  std::vector<std::string> class_names;  // IDX: folder names for labels 0..n-1 (default: see src/archive/mnist_idx.h)
   int threads = 2;                     // compression / PNG encoding threads
   int level = 6;                       // libdeflate level for the files that are deflated
 };

@@ -6,7 +6,7 @@
 #include <map>
 #include <thread>
 
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 #include "archive/part_writer.h"
 #include "archive/zip_writer.h"
 #include "frugal/error.h"

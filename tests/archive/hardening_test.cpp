@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 #include "archive/manifest.h"
 #include "archive/part_set.h"
 #include "frugal/archive.h"

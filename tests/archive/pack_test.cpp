@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 #include "archive/manifest.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"

@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 #include "frugal/error.h"
 
 namespace fs = std::filesystem;

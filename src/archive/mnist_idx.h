@@ -1,5 +1,5 @@
-// IDX files (the MNIST family: images-idx3 + labels-idx1, big-endian, optionally gzipped) and
-// their conversion to PNG, for `frugal pack` from IDX.
+// MNIST-family IDX files (images-idx3 + labels-idx1, big-endian, optionally gzipped) and their
+// conversion to PNG, for `frugal pack` from IDX. (The zip central directory is zip_index.h.)
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "archive/idx.h"
+#include "archive/mnist_idx.h"
 
 #include <spng.h>
 #include <zlib.h>
