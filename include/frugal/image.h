@@ -91,9 +91,16 @@ class Rng {
 
 std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);  // order-sensitive 64-bit mix
 
+// The seed of sample `index` in `epoch` of a run seeded with `seed`: what the loaders hand to the
+// transforms, so an image is cropped alike on every path and on resume.
+inline std::uint64_t sample_seed(std::uint64_t seed, std::uint64_t epoch, std::uint64_t index) {
+  return mix_seed(mix_seed(seed, epoch), index);
+}
+
 // A crop box in source pixels (integer, as torchvision's get_params returns).
 struct CropBox {
   int x = 0, y = 0, width = 0, height = 0;
+  bool operator==(const CropBox&) const = default;
 };
 
 // Where a crop box lies in a decoded JPEG region (decode_jpeg_region).
@@ -143,6 +150,36 @@ struct TransformOptions {
   bool small = false;
   int channels = 0;  // 0: as decoded
 };
+
+// One sample's geometry, drawn once from its seed and the source size. transform_image,
+// decode_transform and the GPU path (gpu::plan_job) all carry out this plan, so every path crops,
+// resizes and flips a sample alike; nothing else draws from the sample's seed.
+//   resized_crop (train): the random box, resized to image_size x image_size, maybe flipped.
+//   center_crop (eval): the whole image, its shorter side resized to `shorter`, the centre kept.
+//   padded_crop (train, small): the whole image brought to image_size x image_size as center_crop
+//     does (skipped when it is that size already), zero-padded by `pad` on every side, the
+//     image_size x image_size window at (pad_x, pad_y) of that kept, maybe flipped.
+struct CropPlan {
+  enum class Kind { resized_crop, center_crop, padded_crop };
+  Kind kind = Kind::resized_crop;
+  CropBox box;                     // the source pixels that are resized
+  int resize_w = 0, resize_h = 0;  // ...to this size (torchvision's integer sizes),
+  CropBox window;                  // ...of which this window is kept
+  int shorter = 0;                 // center_crop and padded_crop: the shorter side's size after the resize
+  int pad = 0, pad_x = 0, pad_y = 0;  // padded_crop only
+  bool flip = false;               // mirror the output left-right
+  bool operator==(const CropPlan&) const = default;
+};
+
+// The plan for a width x height source (the draws of torchvision's transforms, in their order:
+// the box, then the flip; for small images the padded window's y, x, then the flip).
+// Error(invalid) for a side below 1 and for an image whose resized longer side would pass 2^31
+// pixels (the GPU path counts such an image bad, as the CPU path does).
+CropPlan plan_crop(const TransformOptions& transform, std::uint64_t sample_seed, int width, int height);
+
+// Carries `plan` out on an image of the size it was drawn for (Error(usage) otherwise); channels
+// are kept. `tmp` is scratch space.
+void apply_crop_plan(const Image& in, const CropPlan& plan, Image& tmp, Image& out);
 
 // Decode + transform of one encoded image, with DCT-scaled decoding where the crop allows it.
 // `scratch` is reused between calls by one thread. Output: image_size x image_size.

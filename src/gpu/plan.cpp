@@ -1,56 +1,30 @@
 #include "gpu/plan.h"
 
-#include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "frugal/error.h"
 
 namespace frugal::gpu {
-namespace {
-int py_round(double v) { return static_cast<int>(std::nearbyint(v)); }
-int eval_shorter(const TransformOptions& t) { return t.image_size * 256 / 224; }
-}  // namespace
+JobPlan job_for(const CropPlan& c) {
+  JobPlan p;
+  ResizeJob& j = p.job;
+  p.view_x = c.box.x;
+  p.view_y = c.box.y;
+  j.view_w = c.box.width;
+  j.view_h = c.box.height;
+  j.x1 = static_cast<float>(c.box.width);
+  j.y1 = static_cast<float>(c.box.height);
+  j.full_w = c.resize_w;
+  j.full_h = c.resize_h;
+  j.ox = c.window.x;
+  j.oy = c.window.y;
+  j.flip = c.flip ? 1 : 0;
+  return p;
+}
 
 std::optional<JobPlan> plan_job(int width, int height, const TransformOptions& t, std::uint64_t seed) {
   if (t.small || width <= 0 || height <= 0) return std::nullopt;
-  JobPlan p;
-  ResizeJob& j = p.job;
-  const int S = t.image_size;
-  if (t.train) {
-    // The draws of transform_image(): the crop box, then the flip.
-    Rng rng(seed);
-    CropBox b = random_resized_crop_box(width, height, rng);
-    p.view_x = b.x;
-    p.view_y = b.y;
-    j.view_w = b.width;
-    j.view_h = b.height;
-    j.x1 = static_cast<float>(b.width);
-    j.y1 = static_cast<float>(b.height);
-    j.full_w = j.full_h = S;
-    j.flip = rng.uniform() < 0.5 ? 1 : 0;
-    return p;
-  }
-  // resize_center_crop(shorter = S * 256 / 224, S): torchvision's integer sizes, then the window.
-  const int shorter = eval_shorter(t);
-  int new_w, new_h;
-  if (width <= height) {
-    new_w = shorter;
-    new_h = static_cast<int>(static_cast<double>(shorter) * height / width);
-  } else {
-    new_h = shorter;
-    new_w = static_cast<int>(static_cast<double>(shorter) * width / height);
-  }
-  int cw = std::min(S, new_w), ch = std::min(S, new_h);
-  j.view_w = width;
-  j.view_h = height;
-  j.x1 = static_cast<float>(width);
-  j.y1 = static_cast<float>(height);
-  j.full_w = new_w;
-  j.full_h = new_h;
-  j.ox = py_round((new_w - cw) / 2.0);
-  j.oy = py_round((new_h - ch) / 2.0);
-  return p;
+  return job_for(plan_crop(t, seed, width, height));
 }
 
 ResizeJob identity_job(const std::uint8_t* src, int size, int channels) {

@@ -11,13 +11,16 @@
 
 namespace frugal::gpu {
 
-// transform_image()'s geometry for a width x height source, as a ResizeJob whose view is given
-// in source pixels (view_x, view_y); the caller fills src/pitch/channels. nullopt for the small
-// (<= 64 px) transforms, which the GPU path leaves to the CPU.
+// The crop plan (plan_crop, the one transform_image carries out) as a ResizeJob whose view is
+// given in source pixels (view_x, view_y); the caller fills src/pitch/channels. The kernel writes
+// image_size x image_size: the plan's output window.
 struct JobPlan {
   int view_x = 0, view_y = 0;
   ResizeJob job;
 };
+JobPlan job_for(const CropPlan& plan);  // resized_crop and center_crop plans
+// job_for(plan_crop(...)) for a width x height source; nullopt for the small (<= 64 px)
+// transforms, which the GPU path leaves to the CPU. Error(invalid) as plan_crop.
 std::optional<JobPlan> plan_job(int width, int height, const TransformOptions& transform, std::uint64_t seed);
 
 // A job that copies an already transformed size x size image unchanged (CPU-decoded fallbacks).

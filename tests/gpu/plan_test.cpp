@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "frugal/error.h"
 #include "gpu/gpu_test_util.h"
@@ -65,6 +67,90 @@ TEST(GpuPlan, KernelMathMatchesCpuResizeCenterCrop) {
   EXPECT_LE(max_level_diff(test_image(300, 200, 3, 3), t, 0), 1.0f);
   EXPECT_LE(max_level_diff(test_image(120, 333, 3, 4), t, 0), 1.0f);
   EXPECT_LE(max_level_diff(test_image(64, 64, 1, 5), t, 0), 1.0f);
+}
+
+// Tiny images, and long thin ones whose resize is far from square, through the kernel's math.
+TEST(GpuPlan, KernelMathMatchesCpuOnTinyAndExtremeAspectImages) {
+  for (bool train : {true, false}) {
+    TransformOptions t;
+    t.image_size = 32;
+    t.train = train;
+    for (auto [w, h] : {std::pair{1, 1}, {3, 2}, {1, 300}, {300, 1}, {2, 97}, {641, 3}})
+      for (std::uint64_t seed = 0; seed < 3; ++seed)
+        EXPECT_LE(max_level_diff(test_image(w, h, 3, seed), t, sample_seed(5, 1, seed)), 1.0f)
+            << w << "x" << h << (train ? " train" : " eval") << " seed " << seed;
+  }
+}
+
+// The GPU path carries out the CPU's crop plan, whatever the image: plan_job's job is plan_crop's
+// box, resize, window and flip, and an image the CPU refuses is refused alike (not a wrapped size).
+void expect_gpu_plan_is_cpu_plan(int w, int h, const TransformOptions& t, std::uint64_t seed) {
+  const std::string what = std::to_string(w) + "x" + std::to_string(h) + " size " + std::to_string(t.image_size) +
+                           (t.train ? " train" : " eval") + " seed " + std::to_string(seed);
+  std::optional<CropPlan> cpu;
+  std::optional<gpu::JobPlan> gpu;
+  std::string cpu_error = "none", gpu_error = "none";
+  try {
+    cpu = plan_crop(t, seed, w, h);
+  } catch (const Error& e) {
+    cpu_error = e.what();
+  }
+  try {
+    gpu = gpu::plan_job(w, h, t, seed);
+  } catch (const Error& e) {
+    gpu_error = e.what();
+  }
+  ASSERT_EQ(cpu_error, gpu_error) << what;
+  ASSERT_EQ(cpu.has_value(), gpu.has_value()) << what;
+  if (!cpu) return;
+  const gpu::ResizeJob& j = gpu->job;
+  EXPECT_EQ(gpu->view_x, cpu->box.x) << what;
+  EXPECT_EQ(gpu->view_y, cpu->box.y) << what;
+  EXPECT_EQ(j.view_w, cpu->box.width) << what;
+  EXPECT_EQ(j.view_h, cpu->box.height) << what;
+  EXPECT_EQ(j.x0, 0.0f) << what;
+  EXPECT_EQ(j.y0, 0.0f) << what;
+  EXPECT_EQ(j.x1, static_cast<float>(cpu->box.width)) << what;
+  EXPECT_EQ(j.y1, static_cast<float>(cpu->box.height)) << what;
+  EXPECT_EQ(j.full_w, cpu->resize_w) << what;
+  EXPECT_EQ(j.full_h, cpu->resize_h) << what;
+  EXPECT_EQ(j.ox, cpu->window.x) << what;
+  EXPECT_EQ(j.oy, cpu->window.y) << what;
+  // The kernel writes image_size x image_size: that must be the whole window.
+  EXPECT_EQ(cpu->window.width, t.image_size) << what;
+  EXPECT_EQ(cpu->window.height, t.image_size) << what;
+  EXPECT_EQ(j.flip != 0, cpu->flip) << what;
+}
+
+TEST(GpuPlan, GpuJobIsTheCpuCropPlanForManySamplesSizesAndModes) {
+  const std::pair<int, int> sizes[] = {
+      {1, 1},        {2, 1},         {1, 2},          {3, 3},         {7, 5},          {64, 64},
+      {65, 40},      {224, 224},     {257, 190},      {500, 375},     {375, 500},      {640, 480},
+      {4032, 3024},  {30000, 20000}, {46340, 46340},  {1000, 10},     {10, 1000},      {1, 3000},
+      {3000, 1},     {100000, 3},    {1, 8'388'607},  {1, 8'388'608}, {10'000'000, 1}, {2, 89'478'485}};
+  int checked = 0, refused = 0, flips = 0;
+  for (bool train : {true, false})
+    for (int size : {7, 32, 96, 224, 225})
+      for (auto [w, h] : sizes)
+        for (std::uint64_t seed : {0ULL, 42ULL})
+          for (std::uint64_t epoch : {0ULL, 3ULL})
+            for (std::uint64_t index = 0; index < 12; ++index) {
+              TransformOptions t;
+              t.image_size = size;
+              t.train = train;
+              const std::uint64_t s = sample_seed(seed, epoch, index);
+              expect_gpu_plan_is_cpu_plan(w, h, t, s);
+              if (::testing::Test::HasFatalFailure()) return;
+              ++checked;
+              try {
+                flips += plan_crop(t, s, w, h).flip;
+              } catch (const Error&) {
+                ++refused;
+              }
+            }
+  EXPECT_EQ(checked, 2 * 5 * 24 * 2 * 2 * 12);
+  EXPECT_GT(refused, 0);  // the extreme ratios past int were compared too
+  EXPECT_GT(flips, 0);
 }
 
 TEST(GpuPlan, IdentityJobCopiesPixelsExactly) {

@@ -202,6 +202,102 @@ TEST(Transforms, ChannelsThreeReplicatesGray) {
   }
 }
 
+// The plan's draws are torchvision's, in its order: RandomResizedCrop's box then the flip; for
+// small images RandomCrop's y then x, then the flip. Eval draws nothing.
+TEST(CropPlan, DrawsTheBoxThenTheFlipAsTorchvisionDoes) {
+  int flips = 0;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const std::uint64_t seed = sample_seed(7, i % 3, i);
+    const int w = 1 + static_cast<int>(i * 37 % 900), h = 1 + static_cast<int>(i * 53 % 700);
+    TransformOptions t;
+    t.image_size = 96;
+    Rng rng(seed);
+    const CropBox box = random_resized_crop_box(w, h, rng);
+    const bool flip = rng.uniform() < 0.5;
+    const CropPlan p = plan_crop(t, seed, w, h);
+    EXPECT_EQ(p.kind, CropPlan::Kind::resized_crop);
+    EXPECT_EQ(p.box, box) << i;
+    EXPECT_EQ(p.flip, flip) << i;
+    EXPECT_EQ(p.resize_w, 96);
+    EXPECT_EQ(p.resize_h, 96);
+    EXPECT_EQ(p.window, (CropBox{0, 0, 96, 96}));
+    flips += p.flip;
+
+    t.small = true;
+    t.image_size = 32;
+    Rng small(seed);
+    const CropPlan q = plan_crop(t, seed, w, h);
+    EXPECT_EQ(q.kind, CropPlan::Kind::padded_crop);
+    EXPECT_EQ(q.pad, 4);
+    EXPECT_EQ(q.pad_y, small.randint(0, 9));
+    EXPECT_EQ(q.pad_x, small.randint(0, 9));
+    EXPECT_EQ(q.flip, small.uniform() < 0.5);
+  }
+  EXPECT_GT(flips, 50);
+  EXPECT_LT(flips, 150);
+}
+
+TEST(CropPlan, EvalIsTorchvisionsResizeThenCenterCrop) {
+  TransformOptions t;
+  t.image_size = 224;
+  t.train = false;
+  // Resize(256): int(256 * 500 / 375) = 341; CenterCrop(224): round((341 - 224) / 2) = round(58.5) = 58.
+  CropPlan p = plan_crop(t, 1, 500, 375);
+  EXPECT_EQ(p.kind, CropPlan::Kind::center_crop);
+  EXPECT_EQ(p.box, (CropBox{0, 0, 500, 375}));
+  EXPECT_EQ(p.shorter, 256);
+  EXPECT_EQ(p.resize_w, 341);
+  EXPECT_EQ(p.resize_h, 256);
+  EXPECT_EQ(p.window, (CropBox{58, 16, 224, 224}));
+  EXPECT_FALSE(p.flip);
+  EXPECT_EQ(plan_crop(t, 2, 500, 375), p);  // no draws: the seed does not matter
+  t.small = true;
+  t.image_size = 28;
+  p = plan_crop(t, 1, 28, 28);
+  EXPECT_EQ(p.shorter, 28);
+  EXPECT_EQ(p.window, (CropBox{0, 0, 28, 28}));
+  EXPECT_THROW(plan_crop(t, 1, 0, 28), Error);
+}
+
+// transform_image is the plan carried out, for every kind of plan and for tiny and thin images.
+TEST(CropPlan, TransformImageCarriesOutThePlan) {
+  for (int c : {1, 3})
+    for (auto [w, h] : {std::pair{1, 1}, {5, 3}, {28, 28}, {40, 30}, {300, 200}, {600, 7}, {9, 400}})
+      for (bool train : {true, false})
+        for (bool small : {false, true})
+          for (std::uint64_t seed = 0; seed < 4; ++seed) {
+            Image src = synthetic(w, h, c, seed + 1);
+            TransformOptions t;
+            t.image_size = small ? 28 : 48;
+            t.train = train;
+            t.small = small;
+            Image want, got, tmp;
+            transform_image(src, t, seed, want);
+            apply_crop_plan(src, plan_crop(t, seed, w, h), tmp, got);
+            ASSERT_EQ(got.width, t.image_size);
+            ASSERT_EQ(got.height, t.image_size);
+            ASSERT_EQ(got.pixels, want.pixels) << w << "x" << h << " c" << c << " train " << train << " small " << small;
+          }
+}
+
+TEST(CropPlan, APlanForAnotherImageSizeIsRefused) {
+  TransformOptions t;
+  t.train = false;
+  t.image_size = 32;
+  const CropPlan p = plan_crop(t, 0, 100, 80);
+  Image other = synthetic(90, 80, 3, 1), tmp, out;
+  try {
+    apply_crop_plan(other, p, tmp, out);
+    ADD_FAILURE() << "applied";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
+  }
+  t.train = true;
+  CropPlan q = plan_crop(t, 0, 100, 80);
+  q.box.x = 100 - q.box.width + 1;  // one pixel past the right edge
+  EXPECT_THROW(apply_crop_plan(synthetic(100, 80, 3, 1), q, tmp, out), Error);
+}
+
 TEST(Transforms, FlipMirrorsRows) {
   Image img = synthetic(5, 2, 3, 1);
   Image orig = img;

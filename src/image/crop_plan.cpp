@@ -1,0 +1,199 @@
+// The one crop plan (plan_crop) and its CPU execution: transform_image and decode_transform.
+// torchvision's geometry lives here only; src/gpu/plan.cpp turns the same plan into a kernel job.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "frugal/error.h"
+#include "frugal/image.h"
+#include "image/resize.h"
+
+namespace frugal {
+
+using detail::ResizeSpec;
+
+namespace {
+// Python's round(): half to even, which torchvision's integer sizes go through.
+int py_round(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// Resize(256) + CenterCrop(224), scaled with the output; small images keep their size.
+int eval_shorter(const TransformOptions& t) { return t.small ? t.image_size : t.image_size * 256 / 224; }
+
+// torchvision Resize(shorter) then CenterCrop(size) of a w x h image: its integer sizes, then the
+// window, into p.box/resize_w/resize_h/window/shorter.
+void center_geometry(int w, int h, int shorter, int size, CropPlan& p) {
+  // A long thin image (1 x 89M pixels is within the default --max-pixels) scaled up to `shorter`
+  // would have a longer side past int: bad input, not a wrapped (undefined) conversion.
+  const double longer = w <= 0 || h <= 0 ? HUGE_VAL : static_cast<double>(shorter) * std::max(w, h) / std::min(w, h);
+  if (!(longer < static_cast<double>(std::numeric_limits<int>::max())))
+    fail(ErrorKind::invalid, "resize of a " + std::to_string(w) + "x" + std::to_string(h) + " image",
+         "an aspect ratio that keeps the longer side below 2^31 pixels at a shorter side of " + std::to_string(shorter),
+         "a ratio of " + std::to_string(std::max(w, h)) + ":" + std::to_string(std::max(1, std::min(w, h))),
+         "crop or remove the image");
+  int new_w, new_h;
+  if (w <= h) {
+    new_w = shorter;
+    new_h = static_cast<int>(longer);
+  } else {
+    new_h = shorter;
+    new_w = static_cast<int>(longer);
+  }
+  const int cw = std::min(size, new_w), ch = std::min(size, new_h);
+  p.box = {0, 0, w, h};
+  p.resize_w = new_w;
+  p.resize_h = new_h;
+  p.window = {py_round((new_w - cw) / 2.0), py_round((new_h - ch) / 2.0), cw, ch};
+  p.shorter = shorter;
+}
+
+ResizeSpec resize_spec(const CropPlan& p) {
+  ResizeSpec s{0, 0, double(p.box.width), double(p.box.height), p.resize_w, p.resize_h,
+               p.window.x, p.window.y, p.window.width, p.window.height};
+  s.mirror = p.flip;
+  return s;
+}
+}  // namespace
+
+CropBox random_resized_crop_box(int width, int height, Rng& rng, double scale_lo, double scale_hi,
+                                double ratio_lo, double ratio_hi) {
+  double area = static_cast<double>(width) * height;
+  double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    double target_area = area * rng.uniform(scale_lo, scale_hi);
+    double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    int w = py_round(std::sqrt(target_area * aspect));
+    int h = py_round(std::sqrt(target_area / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      int y = static_cast<int>(rng.randint(0, height - h + 1));
+      int x = static_cast<int>(rng.randint(0, width - w + 1));
+      return {x, y, w, h};
+    }
+  }
+  double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < ratio_lo) {
+    h = py_round(w / ratio_lo);
+  } else if (in_ratio > ratio_hi) {
+    w = py_round(h * ratio_hi);
+  }
+  return {(width - w) / 2, (height - h) / 2, w, h};
+}
+
+CropPlan plan_crop(const TransformOptions& t, std::uint64_t sample_seed, int width, int height) {
+  if (width < 1 || height < 1)
+    fail(ErrorKind::invalid, "crop plan", "an image of at least 1x1 pixels",
+         std::to_string(width) + "x" + std::to_string(height), "");
+  CropPlan p;
+  const int S = t.image_size;
+  if (!t.train) {
+    p.kind = CropPlan::Kind::center_crop;
+    center_geometry(width, height, eval_shorter(t), S, p);
+    return p;
+  }
+  Rng rng(sample_seed);
+  if (t.small) {
+    p.kind = CropPlan::Kind::padded_crop;
+    center_geometry(width, height, S, S, p);
+    p.pad = S / 8;
+    p.pad_y = static_cast<int>(rng.randint(0, 2 * p.pad + 1));
+    p.pad_x = static_cast<int>(rng.randint(0, 2 * p.pad + 1));
+  } else {
+    p.kind = CropPlan::Kind::resized_crop;
+    p.box = random_resized_crop_box(width, height, rng);
+    p.resize_w = p.resize_h = S;
+    p.window = {0, 0, S, S};
+  }
+  p.flip = rng.uniform() < 0.5;
+  return p;
+}
+
+void apply_crop_plan(const Image& in, const CropPlan& p, Image& tmp, Image& out) {
+  const CropBox& b = p.box;
+  const bool whole = b == CropBox{0, 0, in.width, in.height};
+  if (b.x < 0 || b.y < 0 || b.width < 1 || b.height < 1 || b.x > in.width - b.width || b.y > in.height - b.height ||
+      (p.kind != CropPlan::Kind::resized_crop && !whole))
+    fail(ErrorKind::usage, "apply_crop_plan", "a plan drawn for this " + std::to_string(in.width) + "x" +
+         std::to_string(in.height) + " image", "a box at " + std::to_string(b.x) + "," + std::to_string(b.y) +
+         " of " + std::to_string(b.width) + "x" + std::to_string(b.height), "");
+  switch (p.kind) {
+    case CropPlan::Kind::resized_crop:
+      detail::resize_window(detail::crop_view(in, b.x, b.y, b.width, b.height), resize_spec(p), out);
+      return;
+    case CropPlan::Kind::center_crop:
+      detail::resize_window(detail::view_of(in), resize_spec(p), out);
+      return;
+    case CropPlan::Kind::padded_crop: {
+      // The padded window is cut from an image_size x image_size image: the source itself when it
+      // is that size already (no resampling), else its resized centre.
+      const Image* base = &in;
+      if (in.width != p.window.width || in.height != p.window.height) {
+        ResizeSpec s = resize_spec(p);
+        s.mirror = false;
+        detail::resize_window(detail::view_of(in), s, tmp);
+        base = &tmp;
+      }
+      pad_crop(*base, p.pad, p.pad_x, p.pad_y, p.window.width, p.window.height, out);
+      if (p.flip) flip_horizontal(out);
+      return;
+    }
+  }
+}
+
+void resize_center_crop(const Image& in, int shorter, int size, Image& out) {
+  CropPlan p;
+  center_geometry(in.width, in.height, shorter, size, p);
+  detail::resize_window(detail::view_of(in), resize_spec(p), out);
+}
+
+void transform_image(const Image& in_raw, const TransformOptions& t, std::uint64_t seed, Image& out) {
+  Image converted, tmp;
+  const Image* in = &in_raw;
+  if (t.channels && in_raw.channels != t.channels) {
+    convert_channels(in_raw, t.channels, converted);
+    in = &converted;
+  }
+  apply_crop_plan(*in, plan_crop(t, seed, in->width, in->height), tmp, out);
+}
+
+void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
+                      std::uint64_t seed, const std::string& where, Image& scratch, Image& out) {
+  DecodeOptions d;
+  d.channels = t.channels;
+  d.max_pixels = max_pixels;
+  if (sniff_format(bytes) != ImageFormat::jpeg || t.small) {
+    decode_image(bytes, d, where, scratch);
+    transform_image(scratch, t, seed, out);
+    return;
+  }
+  // JPEG: the plan is drawn on the full-size geometry first, then only as much is decoded as it needs.
+  ImageInfo info = read_image_info(bytes, where, max_pixels);
+  const CropPlan plan = plan_crop(t, seed, info.width, info.height);
+  if (plan.kind == CropPlan::Kind::center_crop) {
+    d.min_width = d.min_height = plan.shorter;
+    decode_image(bytes, d, where, scratch);
+    // DCT scaling may have made the image smaller: torchvision's sizes are those of the image it
+    // resizes. A centre crop draws nothing, so this is the same plan at the decoded size.
+    Image unused;
+    if (scratch.width == info.width && scratch.height == info.height)
+      apply_crop_plan(scratch, plan, unused, out);
+    else
+      apply_crop_plan(scratch, plan_crop(t, seed, scratch.width, scratch.height), unused, out);
+    return;
+  }
+  // Only the crop is decoded, at the smallest DCT scale that keeps it at least image_size; the
+  // plan's box is then a float box in the decoded region's pixels.
+  d.min_width = plan.window.width;
+  d.min_height = plan.window.height;
+  JpegRegion r = decode_jpeg_region(bytes, plan.box, d, where, scratch);
+  int vx0 = static_cast<int>(std::floor(r.x0)), vy0 = static_cast<int>(std::floor(r.y0));
+  int vx1 = std::min(scratch.width, static_cast<int>(std::ceil(r.x1)));
+  int vy1 = std::min(scratch.height, static_cast<int>(std::ceil(r.y1)));
+  ResizeSpec spec = resize_spec(plan);
+  spec.x0 = r.x0 - vx0;
+  spec.y0 = r.y0 - vy0;
+  spec.x1 = r.x1 - vx0;
+  spec.y1 = r.y1 - vy0;
+  detail::resize_window(detail::crop_view(scratch, vx0, vy0, vx1 - vx0, vy1 - vy0), spec, out);
+}
+
+}  // namespace frugal
