@@ -22,6 +22,9 @@ std::string format_size(std::uint64_t bytes);
 // "2 entries"; give `plural` where English is irregular.
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural = {});
 
+// 0.8638 -> "86.38%"; 1 -> "100%"; trailing zeros dropped ("50%", "12.5%").
+std::string format_percent(double fraction, int decimals = 2);
+
 // 5400 -> "1h30m"; 59 -> "59s".
 std::string format_duration(std::chrono::seconds d);
 

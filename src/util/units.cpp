@@ -130,4 +130,15 @@ std::string count_of(std::uint64_t n, std::string_view singular, std::string_vie
   return std::to_string(n) + " " + word;
 }
 
+std::string format_percent(double fraction, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, 100.0 * fraction);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s + "%";
+}
+
 }  // namespace frugal

@@ -101,5 +101,12 @@ TEST(CountOf, SingularAndPlural) {
   EXPECT_EQ(count_of(3, "child", "children"), "3 children");
 }
 
+TEST(FormatPercent, TwoDecimalsAtMost) {
+  EXPECT_EQ(format_percent(0.8638), "86.38%");
+  EXPECT_EQ(format_percent(1.0), "100%");
+  EXPECT_EQ(format_percent(0.125), "12.5%");
+  EXPECT_EQ(format_percent(0.0), "0%");
+}
+
 }  // namespace
 }  // namespace frugal

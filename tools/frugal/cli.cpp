@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -59,7 +60,50 @@ std::string reword(const std::string& what) {
   return what;
 }
 
+// The long options of the command parse() last read (one command per process).
+std::vector<std::string>& known_options() {
+  static std::vector<std::string> names;
+  return names;
+}
+
 }  // namespace
+
+std::string fit_advice(const std::string& what, const std::string& command) {
+  const auto& known = known_options();
+  if (known.empty()) return what;
+  static const std::regex option(R"((^|[\s(`'"/])(--[a-z][a-z0-9-]*))");
+  std::string out;
+  bool said = false;  // the parenthesis once per message
+  std::size_t start = 0;
+  while (start <= what.size()) {
+    std::size_t end = what.find("; ", start);
+    if (end == std::string::npos) end = what.size();
+    std::string clause = what.substr(start, end - start);
+    if (clause.find("frugal ") == std::string::npos) {
+      std::string fixed;
+      auto last = clause.cbegin();
+      for (std::sregex_iterator it(clause.begin(), clause.end(), option), stop; it != stop; ++it) {
+        const std::string name = (*it)[2];
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        fixed.append(last, (*it)[2].first);
+        fixed += name.substr(2);
+        if (!said) {
+          const bool in_parens = (*it)[1] == "(" && (*it)[2].second != clause.cend() && *(*it)[2].second == ')';
+          fixed += (in_parens ? ", " : " (") + std::string("not an option of frugal ") + command + (in_parens ? "" : ")");
+        }
+        said = true;
+        last = (*it)[2].second;
+      }
+      fixed.append(last, clause.cend());
+      clause = fixed;
+    }
+    out += clause;
+    if (end == what.size()) break;
+    out += "; ";
+    start = end + 2;
+  }
+  return out;
+}
 
 int parse(CLI::App& app, int argc, char** argv) {
   try {
@@ -72,6 +116,8 @@ int parse(CLI::App& app, int argc, char** argv) {
               << "Run 'frugal " << app.get_name() << " --help' for the options.\n";
     return 2;
   }
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) known_options().push_back("--" + n);
   return -1;
 }
 

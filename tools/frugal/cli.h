@@ -12,6 +12,12 @@ namespace frugal::cli {
 // (0 after --help, 2 after a usage error, with the message and a pointer to --help).
 int parse(CLI::App& app, int argc, char** argv);
 
+// An error message for the user of `command`: an option named in it that this command does not
+// take (library advice such as "raise --max-bad-fraction", written for train, reaching eval) is
+// said as a setting this command lacks instead of an option to type. A clause quoting a whole
+// "frugal CMD ..." line is left alone. Before parse() has seen the command's options: unchanged.
+std::string fit_advice(const std::string& what, const std::string& command);
+
 // Prints one JSON document on stdout.
 void print_json(const nlohmann::json& doc);
 

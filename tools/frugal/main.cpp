@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 #include "frugal/error.h"
 #include "frugal/version.h"
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     try {
       return c.handler(argc - 1, argv + 1);
     } catch (const frugal::Error& e) {
-      std::fprintf(stderr, "frugal %s: %s\n", c.name, without_prefix(e.what(), c.name).c_str());
+      std::fprintf(stderr, "frugal %s: %s\n", c.name, frugal::cli::fit_advice(without_prefix(e.what(), c.name), c.name).c_str());
       return frugal::exit_code(e.kind());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, e.what());

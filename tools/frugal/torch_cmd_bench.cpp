@@ -1,4 +1,5 @@
-// frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto] [--json]
+// frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto]
+//                     [--max-pixels N] [--max-bad-fraction F] [--json]
 //
 // The input pipeline alone (read + decode + augment, train transforms), in images/s. Like the
 // recipe's Python baseline, the clock starts after the first batch, so thread start-up and the
@@ -30,6 +31,10 @@ int bench_loader(int argc, char** argv) {
   app.add_option("--seconds", seconds, "how long to measure")->capture_default_str()->check(number_at_least(0, true));
   app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(at_least(1));
   app.add_option("--label-pattern", dopt.label_pattern, "regex with one capture group on file names");
+  app.add_option("--max-pixels", dopt.max_pixels, "larger images count as undecodable (decompression bombs)")
+      ->capture_default_str()->check(at_least(1));
+  app.add_option("--max-bad-fraction", dopt.max_bad_fraction, "stop when more than this fraction of images is undecodable")
+      ->capture_default_str()->check(number_in(0, 1));
   app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(one_of({"1", "3"}));
   app.add_option("--decode", decode, "cpu, gpu (nvJPEG + CUDA kernel) or auto (gpu when usable)")
       ->capture_default_str()->check(one_of({"cpu", "gpu", "auto"}));
