@@ -236,7 +236,9 @@ nlohmann::json TimeBudget::revise(std::int64_t steps_done, double session_second
 
 nlohmann::json TimeBudget::update(std::int64_t steps_done, double session_seconds, bool after_eval) {
   if (!planned_) {
-    if (step_.count() < o_.measure_steps) return nullptr;
+    // An epoch shorter than the steps to time is planned at its end, on what was timed.
+    const int enough = after_eval ? 1 : o_.measure_steps;
+    if (step_.count() < enough) return nullptr;
     speed_checked_ = true;
     return revise(steps_done, session_seconds, "plan", true);
   }

@@ -109,7 +109,7 @@ namespace frugal {
 // reads the clock (Env) and reports durations; this class decides. Session by session:
 //  - a fresh run starts on a provisional schedule so long that its first steps run at a learning
 //    rate near 0, and plans once `measure_steps` steps have been timed (a session's first step is
-//    not timed: it pays for allocations and caches);
+//    not timed: it pays for allocations and caches), or at the first epoch's end if sooner;
 //  - a resumed run continues the saved schedule; a changed budget re-plans at once (on the saved
 //    costs), and the speed measured in this session re-plans when the plan is off by more than
 //    the slack;

@@ -305,3 +305,17 @@ TEST(CostMeter, OneSlowSampleMovesTheEstimateLittle) {
   m.add(11.0);
   EXPECT_NEAR(m.value(), 1.5, 1e-12);
 }
+
+TEST(TimeBudgetPlan, AnEpochShorterThanTheTimedStepsIsPlannedAtItsEnd) {
+  TimeBudget tb({600, 3});
+  tb.record_step(1.0);  // not timed: the session's first
+  EXPECT_TRUE(tb.update(1, 2).is_null());
+  tb.record_step(0.1);
+  tb.record_step(0.1);
+  EXPECT_TRUE(tb.update(3, 3).is_null());  // 2 timed, 5 wanted
+  tb.record_eval(0.2);
+  auto r = tb.update(3, 4, /*after_eval=*/true);
+  ASSERT_FALSE(r.is_null());
+  EXPECT_EQ(r["time_budget"]["event"], "plan");
+  EXPECT_TRUE(tb.planned());
+}
