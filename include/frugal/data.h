@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ class Dataset {
   // Throws Error(invalid) naming the entry when it cannot be decoded.
   void load(std::size_t i, const TransformOptions& transform, std::uint64_t seed,
             Image& scratch, Image& out) const;
+  // Sample i's file as the archive holds it (JPEG, PNG or .npy bytes, not decoded), checked
+  // against its CRC-32 as load() checks it: a view into the mapped archive when stored, else
+  // inflated into `buffer`. nullopt for a sample inside an (N, ...) array member. Throws
+  // Error(invalid) naming the entry when the bytes are damaged.
+  std::optional<std::span<const std::uint8_t>> file_bytes(std::size_t i, std::vector<std::uint8_t>& buffer) const;
   // Counts an undecodable sample (thread-safe); shared by every subset of one archive.
   void record_bad(std::size_t i, const std::string& why) const;
 

@@ -55,16 +55,21 @@ namespace {
 
 // The bytes of a file sample, checked as `frugal verify` checks them: a view into the mapped
 // archive when stored (its CRC-32 computed here: libdeflate's runs at 10+ GB/s, microseconds per
-// photo), else inflated into the calling thread's buffer by Archive::read, which checks it.
-std::span<const std::uint8_t> entry_bytes(const Archive& a, std::size_t entry) {
+// photo), else inflated into `buf` by Archive::read, which checks it.
+std::span<const std::uint8_t> entry_bytes(const Archive& a, std::size_t entry, std::vector<std::uint8_t>& buf) {
   if (auto v = a.stored_view(entry)) {
     if (auto why = view_crc_problem(a, entry, *v); !why.empty())
       fail(ErrorKind::invalid, a.display_name() + ":" + a.entries()[entry].name, "bytes matching their CRC-32", why,
            "the archive is damaged; copy it again (frugal verify lists every damaged entry)");
     return *v;
   }
-  thread_local std::vector<std::uint8_t> buf;
   a.read(entry, buf);
+  return buf;
+}
+
+// The calling thread's buffer for entries that are inflated to be decoded.
+std::vector<std::uint8_t>& thread_buffer() {
+  thread_local std::vector<std::uint8_t> buf;
   return buf;
 }
 
@@ -87,7 +92,7 @@ Probe probe(const DatasetShared& d) {
         auto g = detail::npy_image_shape(std::vector<std::int64_t>(shape.begin() + 1, shape.end()), d.where(s));
         w = g.width, h = g.height, c = g.channels;
       } else {
-        auto bytes = entry_bytes(*d.archive, s.entry);
+        auto bytes = entry_bytes(*d.archive, s.entry, thread_buffer());
         if (sniff_format(bytes) == ImageFormat::npy) {
           auto g = detail::npy_image_shape(detail::parse_npy(bytes, d.where(s)).shape, d.where(s));
           w = g.width, h = g.height, c = g.channels;
@@ -192,6 +197,12 @@ void Dataset::record_bad(std::size_t i, const std::string& why) const {
          (n + 1 == kShown ? "; further bad samples are counted without a line each)" : ")"));
 }
 
+std::optional<std::span<const std::uint8_t>> Dataset::file_bytes(std::size_t i, std::vector<std::uint8_t>& buffer) const {
+  const Sample& s = shared_->samples[indices_.at(i)];
+  if (s.item >= 0) return std::nullopt;
+  return entry_bytes(*shared_->archive, s.entry, buffer);
+}
+
 void Dataset::load(std::size_t i, const TransformOptions& transform, std::uint64_t seed, Image& scratch,
                    Image& out) const {
   const DatasetShared& d = *shared_;
@@ -206,7 +217,7 @@ void Dataset::load(std::size_t i, const TransformOptions& transform, std::uint64
     transform_image(scratch, t, seed, out);
     return;
   }
-  auto bytes = entry_bytes(*d.archive, s.entry);
+  auto bytes = entry_bytes(*d.archive, s.entry, thread_buffer());
   if (sniff_format(bytes) == ImageFormat::npy) {
     auto h = detail::parse_npy(bytes, d.where(s));
     if (h.kind != 'u' || h.item_size != 1)

@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "data/oom.h"
-#include "frugal/archive.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "gpu/plan.h"
@@ -97,8 +96,6 @@ struct GpuLoader::State {
   LoaderOptions opt;
   GpuOutputOptions output;
   TransformOptions transform;
-  std::unique_ptr<Archive> archive;            // our own reader of the dataset's archive
-  std::vector<std::optional<std::size_t>> entry;  // per sample: its archive entry (none: an array item)
 
   std::mutex mu;
   std::condition_variable work_cv, ready_cv;
@@ -163,7 +160,8 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
     if (r.first_error.empty()) r.first_error = e.what();
     data->record_bad(idx, e.what());
   };
-  // CPU side: bytes, header, and the crop drawn as the CPU loader draws it.
+  // CPU side: bytes (CRC-checked by the dataset), header, and the crop drawn as the CPU loader
+  // draws it.
   for (std::size_t idx : samples) {
     ++r.seen;
     Item it;
@@ -171,13 +169,8 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
     it.seed = mix_seed(epoch_seed, idx);
     it.cpu = true;
     try {
-      if (entry[idx]) {
-        if (auto v = archive->stored_view(*entry[idx])) {
-          it.jpeg = *v;
-        } else {
-          archive->read(*entry[idx], it.owned);
-          it.jpeg = it.owned;
-        }
+      if (auto bytes = data->file_bytes(idx, it.owned)) {  // none: a sample of an array member
+        it.jpeg = *bytes;
         if (sniff_format(it.jpeg) == ImageFormat::jpeg) {
           ImageInfo info = read_image_info(it.jpeg, data->path().string() + ":" + data->name(idx),
                                            data->options().max_pixels);
@@ -346,11 +339,6 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
   s.transform.image_size = options.image_size;
   s.transform.train = options.train;
   s.transform.small = false;  // select_decode refused small images
-  ArchiveOptions ao;
-  ao.name_encoding = s.data->options().name_encoding;
-  s.archive = Archive::open(s.data->path(), ao);
-  s.entry.resize(s.data->size());
-  for (std::size_t i = 0; i < s.data->size(); ++i) s.entry[i] = s.archive->find(s.data->name(i));
   for (int i = 0; i < options.workers; ++i) s.threads.emplace_back([&s] { s.worker(); });
 }
 

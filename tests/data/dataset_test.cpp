@@ -3,6 +3,7 @@
 #include <set>
 
 #include "data/data_fixtures.h"
+#include "frugal/archive.h"
 #include "frugal/data.h"
 #include "frugal/error.h"
 
@@ -80,6 +81,25 @@ TEST_F(DatasetLayouts, NpyArrayWithLabelsArrayIsReadFromTheArchive) {
   ds->load(13, t, 0, scratch, out);
   std::size_t header = expected.size() - 30 * 28 * 28;
   EXPECT_TRUE(std::equal(out.pixels.begin(), out.pixels.end(), expected.begin() + header + 13 * 28 * 28));
+}
+
+// What the GPU path decodes: each file sample's bytes as the archive holds them, stored (a view)
+// or deflated (inflated into the caller's buffer); none for the samples of an array member.
+TEST_F(DatasetLayouts, FileBytesAreTheEntryAsStoredOrInflated) {
+  for (const char* zip : {"folders.zip", "folders_deflated.zip"}) {
+    auto ds = Dataset::open(dir_ / zip);
+    auto archive = Archive::open(dir_ / zip);
+    std::vector<std::uint8_t> buffer;
+    for (std::size_t i = 0; i < ds->size(); ++i) {
+      auto bytes = ds->file_bytes(i, buffer);
+      ASSERT_TRUE(bytes.has_value()) << ds->name(i);
+      auto want = archive->read(*archive->find(ds->name(i)));
+      EXPECT_TRUE(std::equal(bytes->begin(), bytes->end(), want.begin(), want.end())) << zip << " " << ds->name(i);
+    }
+  }
+  auto arrays = Dataset::open(dir_ / "npy_arrays.zip");
+  std::vector<std::uint8_t> buffer;
+  EXPECT_FALSE(arrays->file_bytes(13, buffer).has_value());
 }
 
 TEST_F(DatasetLayouts, NpyFilesAreOneSampleEach) {

@@ -212,6 +212,23 @@ TEST_F(HostileData, AStoredFileSampleFailingItsCrcIsABadSampleNamingTheEntry) {
   expect_invalid([&] { load_all(strict); }, "b/victim.npy");
 }
 
+// The GPU path reads a sample's bytes through Dataset::file_bytes: damaged ones are refused there
+// as load() refuses them, before nvJPEG could decode them.
+TEST_F(HostileData, FileBytesOfAStoredSampleFailingItsCrcAreRefused) {
+  Bytes victim = u8_image("(4, 4)", 16, 100);
+  auto zip = write("d.zip", stored_zip({{"a/one.npy", u8_image("(4, 4)", 16, 0)}, {"b/victim.npy", victim}}));
+  damage(zip, victim);
+  auto ds = Dataset::open(zip);
+  ASSERT_EQ(ds->size(), 2u);
+  std::vector<std::uint8_t> buffer;
+  for (std::size_t i = 0; i < ds->size(); ++i) {
+    if (ds->name(i) == "b/victim.npy")
+      expect_invalid([&] { ds->file_bytes(i, buffer); }, "b/victim.npy");
+    else
+      EXPECT_EQ(ds->file_bytes(i, buffer)->size(), u8_image("(4, 4)", 16, 0).size());
+  }
+}
+
 TEST_F(HostileData, AStoredArrayFailingItsCrcMakesEachOfItsSamplesBad) {
   Bytes x = u8_image("(3, 2, 2)", 12, 50);
   Bytes y = npy("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", {0, 1, 0});
