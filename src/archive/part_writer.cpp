@@ -129,7 +129,17 @@ SplitManifest PartWriter::finish(const std::filesystem::path& manifest_path) {
     }
   }
   if (sync_) env_.sync_dir(dir_);
-  manifest_.save(manifest_path, env_);
+  try {
+    manifest_.save(manifest_path, env_);
+  } catch (const std::exception&) {
+    // Failed after its rename (the folder sync): the destructor removes the parts, so the
+    // manifest that names them must go first.
+    try {
+      env_.remove_file(manifest_path);
+    } catch (const std::exception&) {
+    }
+    throw;
+  }
   finished_ = true;
   return manifest_;
 }
