@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
 #include <cctype>
 #include <system_error>
 #include <vector>
@@ -81,6 +82,14 @@ bool is_archive_name(const std::string& n) {
   return ends_with(lower(n), ".zip") || ends_with(n, ".manifest.json");
 }
 bool is_manifest_name(const std::string& n) { return ends_with(n, ".manifest.json"); }
+
+// A manifest is a JSON object: its first byte past white space is '{'.
+bool starts_like_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  for (char c; in.get(c);)
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return c == '{';
+  return false;
+}
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
@@ -194,6 +203,13 @@ fs::path check_input(const fs::path& path, InputKind kind) {
     fail(ErrorKind::usage, bare(path), input_kind_name(kind),
          std::string(dir ? "a folder" : "a file") + " this user may not read (permission denied)",
          "check its permissions (ls -l " + bare(path) + ")");
+  // `join photos.zip` (the data, not its manifest): the wrong file named, not a damaged manifest.
+  if (kind == InputKind::manifest && !is_manifest_name(path.filename().string()) && !starts_like_json(path)) {
+    const fs::path beside = bare(path) + ".manifest.json";
+    fail(ErrorKind::usage, bare(path), input_kind_name(kind), "a file that is not JSON",
+         fs::is_regular_file(beside, ec) ? "give its manifest: " + beside.string()
+                                         : std::string("give the FILE.manifest.json that frugal split wrote beside the parts"));
+  }
   return path;
 }
 

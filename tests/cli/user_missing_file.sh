@@ -49,6 +49,14 @@ expect_json "ls through the manifest lists the entries" 'len(d["entries"]) == 16
 expect_exit "verify through the manifest beside the name" 0 frugal verify --json set/photos.zip
 expect_json "verify through the manifest checks the parts" 'd["ok"] and d["parts_checked"] >= 2'
 
+# The data named where its manifest belongs: the manifest beside it is named (not "damaged").
+cp photos.zip set/photos.zip
+before=$(snapshot)
+expect_exit "join the data, not its manifest: exit 2" 2 frugal join set/photos.zip
+expect_msg "join the data: names the manifest" "give its manifest: set/photos.zip.manifest.json"
+expect_no_msg "join the data: not called damaged" "damaged"
+check "join the data: wrote nothing" '[ "$(snapshot)" == "$before" ]'
+
 if command -v frugal-torch >/dev/null; then
   missing "bench loader" nosuch.zip frugal bench loader nosuch.zip; same_words bench
   missing "train --data" nosuch.zip frugal train --data nosuch.zip --run run --epochs 1; same_words train

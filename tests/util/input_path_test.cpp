@@ -87,6 +87,15 @@ TEST_F(InputPath, AZipNotYetPackedPointsToTheFolder) {
   EXPECT_NE(m.find("photos/ is a folder; pack it first"), std::string::npos) << m;
 }
 
+TEST_F(InputPath, TheDataGivenForItsManifestNamesTheManifest) {
+  touch("photos.zip.manifest.json");
+  const std::string m = refusal(dir_ / "photos.zip", InputKind::manifest);
+  EXPECT_NE(m.find("found a file that is not JSON; give its manifest: " + (dir_ / "photos.zip.manifest.json").string()),
+            std::string::npos) << m;
+  std::ofstream(dir_ / "renamed.json") << " {\"format\": \"frugal-split\"}";
+  EXPECT_EQ(check_input(dir_ / "renamed.json", InputKind::manifest), dir_ / "renamed.json");  // JSON: join reads it
+}
+
 TEST_F(InputPath, AMissingFolderIsSaid) {
   EXPECT_NE(refusal(dir_ / "nodir" / "x.zip", InputKind::archive).find("there is no folder"), std::string::npos);
 }
