@@ -8,7 +8,8 @@
 //
 // Determinism: the sample order is a function of (seed, epoch) and each sample's augmentation of
 // (seed, epoch, sample index), so batches do not depend on the number of threads, and starting at
-// (epoch, position) replays nothing.
+// (epoch, position) replays nothing. With several processes (LoaderOptions::shard), each takes its
+// own slice of every global batch of that one order (src/data/sampler.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -87,6 +88,15 @@ class Dataset {
   std::vector<std::size_t> indices_;  // into shared_->samples
 };
 
+// Which part of every global batch this process takes when `world` processes train together
+// (rank in [0, world)). The global batch is batch_size * world samples of the one (seed, epoch)
+// order; rank r takes its r-th contiguous part (src/data/sampler.h has the exact rule, also for
+// the last partial batch). The default, one process, is the whole batch.
+struct Shard {
+  int rank = 0;
+  int world = 1;
+};
+
 struct LoaderOptions {
   int image_size = 224;
   bool train = true;         // random augmentation; false: resize + center crop
@@ -97,13 +107,16 @@ struct LoaderOptions {
   bool drop_last = false;
   bool pin_memory = false;   // only when CUDA is available; otherwise ordinary memory
   int prefetch_batches = 4;  // bound on decoded batches held ahead of next()
+  Shard shard;               // batch_size is this process's part of a global batch
 };
 
 struct Batch {
   torch::Tensor images;   // (B, C, H, W) uint8
   torch::Tensor labels;   // (B) int64
   std::int64_t epoch = 0;
-  std::int64_t position = 0;  // index of the first sample of the NEXT batch in the epoch order
+  // Index of the first sample of the NEXT global batch in the epoch order: the same on every rank,
+  // so a run resumed with another world size but the same global batch continues there.
+  std::int64_t position = 0;
 };
 
 // What training and evaluation read batches from, whoever builds them (the CPU Loader, the
@@ -114,9 +127,11 @@ class BatchSource {
   // Begins (or restarts) an epoch at `position` (a sample index into the epoch's order).
   virtual void start(std::int64_t epoch, std::int64_t position = 0) = 0;
   // nullopt at the end of the epoch. Undecodable samples are left out of their batch and counted;
-  // throws Error(invalid) once more than max_bad_fraction of the samples seen have failed.
+  // throws Error(invalid) once more than max_bad_fraction of the samples seen have failed. A batch
+  // left with no images is skipped with one process; with shard.world > 1 it is handed out (0
+  // images) so that every rank takes the same number of steps.
   virtual std::optional<Batch> next() = 0;
-  virtual std::int64_t batches_per_epoch() const = 0;
+  virtual std::int64_t batches_per_epoch() const = 0;  // the same on every rank
   virtual std::uint64_t samples_seen() const = 0;
   virtual std::uint64_t samples_bad() const = 0;
 };
@@ -143,11 +158,11 @@ class Loader : public BatchSource {
 torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>& mean,
                         const std::vector<float>& std);
 
-// The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch).
+// The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch); every
+// rank of a sharded run reads the same one (src/data/sampler.cpp).
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle);
 
-// Batches of `batch` that `samples` make: a last partial batch counts unless drop_last. Shared by
-// Loader and GpuLoader, whose batching must agree.
+// Batches of `batch` that `samples` make: a last partial batch counts unless drop_last.
 std::int64_t batch_count(std::int64_t samples, std::int64_t batch, bool drop_last);
 
 }  // namespace frugal

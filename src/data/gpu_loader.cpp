@@ -1,16 +1,14 @@
-// GpuLoader: the Loader's batching and ordering, with decoding and transforms on the GPU. Each
-// worker thread owns a CUDA stream, an nvJPEG decoder and its device buffers; a batch is complete
-// (its stream synchronised) before next() hands it out.
+// GpuLoader: a batch builder for the BatchQueue (the Loader's batching, order and bad-image
+// rules) that decodes and transforms on the GPU. Each worker thread owns a CUDA stream, an nvJPEG
+// decoder and its device buffers; a batch is complete (its stream synchronised) before the queue
+// hands it out.
 #include "frugal/gpu_loader.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <sstream>
-#include <thread>
 
+#include "data/batch_queue.h"
 #include "data/oom.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
@@ -39,13 +37,6 @@ DecodeSelection select_decode(const std::string& mode, const Dataset& dataset) {
 
 #if FRUGAL_WITH_NVJPEG
 namespace {
-
-struct Result {
-  torch::Tensor images, labels;
-  std::int64_t seen = 0, bad = 0, cpu = 0;
-  std::string first_error;
-  std::exception_ptr error;
-};
 
 // What one worker thread keeps between batches.
 struct Worker {
@@ -83,39 +74,28 @@ void torch_free(void* p) { c10::cuda::CUDACachingAllocator::raw_delete(p); }
 
 void release_device_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
-std::string percent(double f) {
-  std::ostringstream s;
-  s << f * 100 << "%";
-  return s.str();
-}
-
 }  // namespace
 
 struct GpuLoader::State {
   std::shared_ptr<const Dataset> data;
-  LoaderOptions opt;
+  std::uint64_t seed = 0;
   GpuOutputOptions output;
   TransformOptions transform;
 
-  std::mutex mu;
-  std::condition_variable work_cv, ready_cv;
-  bool stop = false, active = false;
-  std::uint64_t generation = 0;
-  std::int64_t epoch = 0, start = 0, end = 0, claimed = 0, returned = 0, batches = 0;
-  std::vector<std::size_t> order;
-  std::map<std::int64_t, Result> ready;
-  std::int64_t seen = 0, bad = 0, cpu = 0;
-  std::string first_error, backend;
-  std::vector<std::thread> threads;
-
+  std::mutex mu;  // backend and before_build
+  std::string backend;
   std::function<void(std::int64_t)> before_build;
   std::atomic<bool> oom_noted{false};
   std::atomic<std::uint64_t> allocation_failures_noted{0};
 
-  void worker();
+  std::unique_ptr<BatchQueue> queue;  // last: its workers stop before the rest goes
+
+  // Training holds most of the device: a batch that finds no memory is retried once after the
+  // cache is freed, then built on the CPU, rather than failing the run from a worker thread.
+  BuiltBatch build_or_fall_back(Worker& w, const BatchJob& job);
   // on_host: everything decoded on the CPU and the batch left in host memory, for when the GPU
   // has no memory to spare for it (TrainStep moves it, as it does the CPU Loader's).
-  Result build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples, bool on_host);
+  BuiltBatch build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples, bool on_host);
   void note_oom(const std::string& what);
 };
 
@@ -139,7 +119,7 @@ struct Item {
 
 }  // namespace
 
-Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples, bool on_host) {
+BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples, bool on_host) {
   const int S = transform.image_size, C = data->channels();
   c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(output.device));
   if (!w.stream) w.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(output.device));
@@ -150,16 +130,10 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
     std::lock_guard<std::mutex> lock(mu);
     backend = w.decoder->backend();
   }
-  Result r;
-  const std::uint64_t epoch_seed = mix_seed(opt.seed, static_cast<std::uint64_t>(ep));
+  BuiltBatch r;
+  const std::uint64_t epoch_seed = mix_seed(seed, static_cast<std::uint64_t>(ep));
   std::vector<Item> items;
   items.reserve(samples.size());
-  auto bad_image = [&](std::size_t idx, const Error& e) {
-    if (e.kind() != ErrorKind::invalid && e.kind() != ErrorKind::unsupported) throw e;
-    ++r.bad;
-    if (r.first_error.empty()) r.first_error = e.what();
-    data->record_bad(idx, e.what());
-  };
   // CPU side: bytes (CRC-checked by the dataset), header, and the crop drawn as the CPU loader
   // draws it.
   for (std::size_t idx : samples) {
@@ -181,7 +155,7 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
         }
       }
     } catch (const Error& e) {
-      bad_image(idx, e);
+      if (!r.count_bad(*data, idx, e)) throw;
       continue;
     }
     if (on_host) it.cpu = true;
@@ -233,12 +207,12 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
       try {
         data->load(it.idx, transform, it.seed, w.scratch, w.out);
       } catch (const Error& e) {
-        bad_image(it.idx, e);
+        if (!r.count_bad(*data, it.idx, e)) throw;
         continue;
       }
       it.upload = host.size();
       host.insert(host.end(), w.out.pixels.begin(), w.out.pixels.end());
-      ++r.cpu;
+      ++r.cpu_decoded;
     }
     kept.push_back(std::move(it));
   }
@@ -285,150 +259,64 @@ Result GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std
   return r;
 }
 
-void GpuLoader::State::worker() {
-  Worker w;
-  std::unique_lock<std::mutex> lock(mu);
-  for (;;) {
-    work_cv.wait(lock, [&] { return stop || (active && claimed < batches && claimed < returned + opt.prefetch_batches); });
-    if (stop) return;
-    std::int64_t k = claimed++;
-    std::uint64_t gen = generation;
-    std::int64_t ep = epoch;
-    std::int64_t from = start + k * opt.batch_size, to = std::min<std::int64_t>(from + opt.batch_size, end);
-    std::vector<std::size_t> samples(order.begin() + from, order.begin() + to);
-    lock.unlock();
-    Result r;
-    try {
-      // Training holds most of the device: a batch that finds no memory is retried once after the
-      // cache is freed, then built on the CPU, rather than failing the run from a worker thread.
-      bool on_host = false;
-      r = retry_after_oom<Result>(
-          [&] {
-            if (before_build) before_build(k);
-            return build(w, ep, samples, false);
-          },
-          release_device_cache, [&] { return build(w, ep, samples, true); }, &on_host);
-      if (on_host) note_oom("batch " + std::to_string(k));
-    } catch (...) {
-      r.error = std::current_exception();
-    }
-    lock.lock();
-    if (gen == generation) {
-      ready[k] = std::move(r);
-      ready_cv.notify_all();
-    }
+BuiltBatch GpuLoader::State::build_or_fall_back(Worker& w, const BatchJob& job) {
+  std::function<void(std::int64_t)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    hook = before_build;
   }
+  bool on_host = false;
+  BuiltBatch r = retry_after_oom<BuiltBatch>(
+      [&] {
+        if (hook) hook(job.index);
+        return build(w, job.epoch, job.samples, false);
+      },
+      release_device_cache, [&] { return build(w, job.epoch, job.samples, true); }, &on_host);
+  if (on_host) note_oom("batch " + std::to_string(job.index));
+  return r;
 }
 
 GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, GpuOutputOptions output)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
-  if (options.batch_size <= 0 || options.image_size <= 0)
-    fail(ErrorKind::usage, "GpuLoader", "a positive batch size and image size",
-         std::to_string(options.batch_size) + " and " + std::to_string(options.image_size), "");
+  options = checked_loader_options("GpuLoader", options);
   select_decode("gpu", *dataset);  // throws, naming what is missing
   gpu::set_device_allocator({torch_alloc, torch_free});
   if (output.dtype != torch::kByte && output.dtype != torch::kFloat && output.dtype != torch::kHalf)
     fail(ErrorKind::usage, "GpuLoader", "uint8, float32 or float16 output", std::string(c10::toString(output.dtype)), "");
-  options.workers = std::max(1, options.workers);
-  options.prefetch_batches = std::max(1, options.prefetch_batches);
-  s.data = std::move(dataset);
-  s.opt = options;
+  s.data = dataset;
+  s.seed = options.seed;
   s.output = std::move(output);
   s.transform.image_size = options.image_size;
   s.transform.train = options.train;
   s.transform.small = false;  // select_decode refused small images
-  for (int i = 0; i < options.workers; ++i) s.threads.emplace_back([&s] { s.worker(); });
+  s.queue = std::make_unique<BatchQueue>("GpuLoader", std::move(dataset), options, [&s]() -> BuildBatch {
+    // Dies with the worker's thread, after its last batch.
+    auto w = std::make_shared<Worker>();
+    return [&s, w](const BatchJob& job) { return s.build_or_fall_back(*w, job); };
+  });
 }
 
-GpuLoader::~GpuLoader() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->stop = true;
-  }
-  state_->work_cv.notify_all();
-  for (auto& t : state_->threads) t.join();
-}
+GpuLoader::~GpuLoader() = default;
 
-std::int64_t GpuLoader::batches_per_epoch() const {
-  std::int64_t n = static_cast<std::int64_t>(state_->data->size()), b = state_->opt.batch_size;
-  return batch_count(n, b, state_->opt.drop_last);
-}
-
-void GpuLoader::start(std::int64_t epoch, std::int64_t position) {
-  State& s = *state_;
-  std::int64_t n = static_cast<std::int64_t>(s.data->size());
-  if (position < 0 || position > n)
-    fail(ErrorKind::usage, "GpuLoader::start", "a position in [0, " + std::to_string(n) + "]", std::to_string(position), "");
-  auto order = epoch_order(s.data->size(), s.opt.seed, epoch, s.opt.shuffle);
-  std::lock_guard<std::mutex> lock(s.mu);
-  ++s.generation;
-  s.ready.clear();
-  s.order = std::move(order);
-  s.epoch = epoch;
-  s.start = position;
-  std::int64_t left = n - position;
-  s.batches = batch_count(left, s.opt.batch_size, s.opt.drop_last);
-  s.end = std::min(n, position + s.batches * s.opt.batch_size);
-  s.claimed = s.returned = 0;
-  s.seen = s.bad = 0;
-  s.first_error.clear();
-  s.active = true;
-  s.work_cv.notify_all();
-}
+void GpuLoader::start(std::int64_t epoch, std::int64_t position) { state_->queue->start(epoch, position); }
 
 std::optional<Batch> GpuLoader::next() {
-  State& s = *state_;
-  for (;;) {
-    std::unique_lock<std::mutex> lock(s.mu);
-    if (!s.active) fail(ErrorKind::usage, "GpuLoader::next", "start(epoch) first", "a loader that was not started", "");
-    if (s.returned >= s.batches) return std::nullopt;
-    std::int64_t k = s.returned;
-    s.ready_cv.wait(lock, [&] { return s.ready.count(k) > 0; });
-    Result r = std::move(s.ready[k]);
-    s.ready.erase(k);
-    ++s.returned;
-    s.work_cv.notify_all();
-    if (r.error) std::rethrow_exception(r.error);
-    s.seen += r.seen;
-    s.bad += r.bad;
-    s.cpu += r.cpu;
-    if (s.first_error.empty()) s.first_error = r.first_error;
-    double limit = s.data->options().max_bad_fraction;
-    std::int64_t epoch_total = s.end - s.start;
-    if (s.bad > 0 && (s.bad > limit * epoch_total || (s.returned == s.batches && s.bad > limit * s.seen)))
-      fail(ErrorKind::invalid, s.data->path().string(),
-           "at most " + percent(limit) + " undecodable images (--max-bad-fraction)",
-           std::to_string(s.bad) + " of " + std::to_string(s.seen) + " seen failed, e.g. " + s.first_error,
-           "remove or replace the bad files, or raise --max-bad-fraction");
-    if (r.images.size(0) == 0) continue;
-    // The batch was made on a worker's stream; the caller's stream now uses it, so the caching
-    // allocator must not hand its memory back to the worker's stream before the caller is done.
-    if (r.images.is_cuda())
-      c10::cuda::CUDACachingAllocator::recordStream(r.images.storage().data_ptr(),
-                                                    c10::cuda::getCurrentCUDAStream(r.images.device().index()));
-    Batch b;
-    b.images = std::move(r.images);
-    b.labels = std::move(r.labels);
-    b.epoch = s.epoch;
-    b.position = std::min(s.start + s.returned * s.opt.batch_size, s.end);
-    return b;
-  }
+  auto b = state_->queue->next();
+  // The batch was made on a worker's stream; the caller's stream now uses it, so the caching
+  // allocator must not hand its memory back to the worker's stream before the caller is done.
+  if (b && b->images.is_cuda() && b->images.numel() > 0)
+    c10::cuda::CUDACachingAllocator::recordStream(b->images.storage().data_ptr(),
+                                                  c10::cuda::getCurrentCUDAStream(b->images.device().index()));
+  return b;
 }
 
-std::uint64_t GpuLoader::samples_seen() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return static_cast<std::uint64_t>(state_->seen);
-}
-std::uint64_t GpuLoader::samples_bad() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return static_cast<std::uint64_t>(state_->bad);
-}
-std::uint64_t GpuLoader::cpu_decoded() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return static_cast<std::uint64_t>(state_->cpu);
-}
+std::int64_t GpuLoader::batches_per_epoch() const { return state_->queue->batches_per_epoch(); }
+std::uint64_t GpuLoader::samples_seen() const { return state_->queue->samples_seen(); }
+std::uint64_t GpuLoader::samples_bad() const { return state_->queue->samples_bad(); }
+std::uint64_t GpuLoader::cpu_decoded() const { return state_->queue->cpu_decoded(); }
+
 std::string GpuLoader::backend() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->backend;
