@@ -128,6 +128,17 @@ class DiskBudget {
 // ---------------------------------------------------------------------------------------------
 // Time
 
+// A deadline as the user wrote it, parsed but not yet started: "90s", "30m", "7h30m" (counted
+// from when the run starts) or "HH:MM" (its next occurrence, local time). `text` is kept as given
+// (a run's config.json records it).
+struct DeadlineSpec {
+  std::string text;
+  std::optional<std::chrono::seconds> after;  // a duration; none: a time of day
+  int hour = 0, minute = 0;
+  // Throws Error(usage) naming the text and the accepted forms.
+  static DeadlineSpec parse(std::string_view text);
+};
+
 // When to stop so that the run ends saved before a wall-clock limit. Step, evaluation and save
 // times are measured (exponential moving averages, first sample taken as is) and the run stops
 // before a step when that step plus a save (plus an evaluation when one is due) would not fit
@@ -137,6 +148,8 @@ class Deadline {
   // "90s", "30m", "7h30m" (from now) or "HH:MM" (its next occurrence, local time).
   // Throws Error(usage) for other text.
   static Deadline parse(std::string_view text, Env& env = Env::real());
+  // The spec's end, counted from env's clocks now.
+  static Deadline start(const DeadlineSpec& spec, Env& env = Env::real());
   Deadline(Env::SteadyTime end, Env& env = Env::real());
 
   double remaining_seconds() const;
@@ -156,6 +169,9 @@ class Deadline {
   // After the first measured step (and, if known, save): throws Error(budget) (exit 4) when the
   // whole budget, counted from the start, cannot hold one step plus one save.
   void check_fits_one_step() const;
+  // Before any step: throws Error(budget) when the deadline has passed, or when the whole budget
+  // is no longer than the margin of one step (margin(0)): surely too short, known at no cost.
+  void check_time_left() const;
 
   // Added to every estimate: 10% of the estimate plus one second.
   static double margin(double estimate) { return estimate * 0.10 + 1.0; }

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/budget.h"
+#include "frugal/env.h"
 #include "frugal/models.h"
 
 namespace frugal {
@@ -181,6 +184,31 @@ namespace frugal {
 // ---------------------------------------------------------------------------------------------
 // The run (`frugal train`)
 
+// A size as the user wrote it ("20G") and its bytes; `text` is what config.json records.
+struct SizeOption {
+  std::string text;  // empty: not given
+  std::uint64_t bytes = 0;
+  explicit operator bool() const { return !text.empty(); }
+};
+
+// Checkpoint cadence: every N optimizer steps ("50steps") or every DURATION ("10m").
+struct SaveEvery {
+  std::string text;  // empty: after each epoch only
+  std::int64_t steps = 0;
+  std::chrono::seconds every{0};
+};
+
+enum class DeviceKind { automatic, cpu, cuda };
+struct DeviceChoice {
+  DeviceKind kind = DeviceKind::automatic;
+  int index = -1;  // cuda:N; -1: the default device
+  std::string text() const;  // "auto", "cpu", "cuda", "cuda:1"
+};
+
+// Where training JPEGs are decoded: `automatic` takes the GPU only when this build, machine and
+// data allow (select_decode); config.json records the resolved "cpu" or "gpu".
+enum class DecodeChoice { cpu, gpu, automatic };
+
 struct TrainConfig {
   std::string data, val, run, model = "cnn", init, config_file, label_pattern, name_encoding;
   std::vector<std::string> freeze;
@@ -192,17 +220,46 @@ struct TrainConfig {
   std::uint64_t seed = 0;
   double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
   double warmup_fraction = 0.02;
-  std::string optimizer = "adamw", amp = "auto", device = "auto";
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  std::optional<AmpMode> amp;  // none: auto (choose_amp)
+  DeviceChoice device;
   bool grad_checkpoint = false, fresh = false, deterministic = false, json = false;
-  std::string disk_budget, workspace, gpu_memory, deadline, save_every;
+  SizeOption disk_budget, gpu_memory;
+  std::string workspace;
+  std::optional<DeadlineSpec> deadline;
+  SaveEvery save_every;
   int keep_best = 1, keep_last = 2;
   bool delta = false;  // --delta: checkpoints between full ones store only changes (docs/formats.md)
   // "gpu": training batches decoded by nvJPEG and transformed on the GPU (GpuLoader; needs a CUDA
-  // device); "cpu": the CPU Loader. The CLI resolves --decode auto to one of them.
-  std::string decode = "cpu";
+  // device); "cpu": the CPU Loader.
+  DecodeChoice decode = DecodeChoice::cpu;
 
+  // The options as config.json and checkpoints record them (keys and values unchanged since
+  // version 1, so old runs resume): one entry per row of train_options() that has a `get`.
   nlohmann::json to_json() const;
 };
+
+// The one list of train options: the config struct's fields, their config.json keys, the keys a
+// resume may not change, and the command-line options (tools/frugal/torch_cmd_train.cpp) and
+// TOML keys (the same names) all come from these rows.
+struct TrainOption {
+  const char* key;         // config.json key ("batch_size"); the option is key with '-' for '_'...
+  const char* name;        // ...unless named here ("warmup" for warmup_fraction)
+  const char* help;
+  enum class Kind { value, values, flag } kind = Kind::value;  // one value, a list, a switch
+  bool learning = false;   // changes what is learned: resuming refuses a change (learning_changes)
+  bool required = false;
+  // Parses one value (for a switch: "true"/"false") into the config. Returns "" or, when the value
+  // is refused, what is allowed ("a number > 0"), which the caller reports with the option's name.
+  std::string (*set)(TrainConfig& config, const std::string& text) = nullptr;
+  // The value as config.json records it; nullptr: not recorded (fresh, json, --config's path).
+  nlohmann::json (*get)(const TrainConfig& config) = nullptr;
+};
+const std::vector<TrainOption>& train_options();
+
+// config.json keys whose change makes a resume unsound: the learning rows, plus "classes" and
+// "train_images" (the data's identity), in the order learning_changes reports them.
+const std::vector<std::string>& learning_keys();
 
 // --init FILE: tensors of a safetensors file (a frugal checkpoint's trainer state left out).
 std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path);
@@ -213,7 +270,20 @@ std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::strin
 // are not compared.
 std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlohmann::json& now);
 
-// Trains as configured; returns the process exit code (0 done, 75 stopped resumable).
-int run_training(const TrainConfig& config);
+// How a run ended when it did not fail (failures throw frugal::Error: usage, invalid data, budget).
+struct RunOutcome {
+  enum class Status {
+    done,               // every epoch trained, the final weights saved
+    stopped_resumable,  // deadline or signal: a rerun of the same command continues (CLI exit 75)
+  } status = Status::done;
+  std::int64_t step = 0;             // optimizer steps done when it ended
+  std::int64_t resumable_step = -1;  // stopped: the checkpoint a rerun continues from
+};
+
+// Trains as configured. Every file the run writes and every clock it reads goes through `env`.
+// Nothing is written before training really starts: a refused option, unusable data, a budget
+// that does not fit (disk, memory, a deadline too short for one step) leave the run folder as they
+// found it (a folder it had to create is removed again).
+RunOutcome run_training(const TrainConfig& config, Env& env = Env::real());
 
 }  // namespace frugal

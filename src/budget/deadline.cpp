@@ -20,39 +20,46 @@ double seconds_between(Env::SteadyTime a, Env::SteadyTime b) {
 
 }  // namespace
 
-Deadline Deadline::parse(std::string_view text, Env& env) {
+DeadlineSpec DeadlineSpec::parse(std::string_view text) {
   static const std::regex clock_re(R"(([01]?\d|2[0-3]):([0-5]\d))");
-  std::string s(text);
+  DeadlineSpec spec;
+  spec.text = std::string(text);
   std::smatch m;
-  auto now = env.steady_now();
-  if (std::regex_match(s, m, clock_re)) {
-    std::time_t wall = std::chrono::system_clock::to_time_t(env.wall_now());
-    std::tm local{};
-    localtime_r(&wall, &local);
-    std::tm target = local;
-    target.tm_hour = std::stoi(m[1]);
-    target.tm_min = std::stoi(m[2]);
-    target.tm_sec = 0;
-    target.tm_isdst = -1;
-    std::time_t t = std::mktime(&target);
-    if (t <= wall) {  // already past today: the next occurrence is tomorrow
-      target = local;
-      target.tm_mday += 1;
-      target.tm_hour = std::stoi(m[1]);
-      target.tm_min = std::stoi(m[2]);
-      target.tm_sec = 0;
-      target.tm_isdst = -1;
-      t = std::mktime(&target);
-    }
-    return Deadline(now + std::chrono::seconds(t - wall), env);
+  if (std::regex_match(spec.text, m, clock_re)) {
+    spec.hour = std::stoi(m[1]);
+    spec.minute = std::stoi(m[2]);
+    return spec;
   }
   try {
-    return Deadline(now + parse_duration(text), env);
+    spec.after = parse_duration(text);
   } catch (const Error&) {
-    fail(ErrorKind::usage, "--deadline", "a duration (90s, 30m, 7h30m) or a time of day HH:MM", "\"" + s + "\"",
-         "write e.g. --deadline 2h or --deadline 17:45");
+    fail(ErrorKind::usage, "deadline", "a duration (90s, 30m, 7h30m) or a time of day HH:MM", "\"" + spec.text + "\"",
+         "write e.g. 2h or 17:45");
   }
+  return spec;
 }
+
+Deadline Deadline::start(const DeadlineSpec& spec, Env& env) {
+  auto now = env.steady_now();
+  if (spec.after) return Deadline(now + *spec.after, env);
+  std::time_t wall = std::chrono::system_clock::to_time_t(env.wall_now());
+  std::tm local{};
+  localtime_r(&wall, &local);
+  auto at = [&](int days_ahead) {
+    std::tm target = local;
+    target.tm_mday += days_ahead;
+    target.tm_hour = spec.hour;
+    target.tm_min = spec.minute;
+    target.tm_sec = 0;
+    target.tm_isdst = -1;
+    return std::mktime(&target);
+  };
+  std::time_t t = at(0);
+  if (t <= wall) t = at(1);  // already past today: the next occurrence is tomorrow
+  return Deadline(now + std::chrono::seconds(t - wall), env);
+}
+
+Deadline Deadline::parse(std::string_view text, Env& env) { return start(DeadlineSpec::parse(text), env); }
 
 Deadline::Deadline(Env::SteadyTime end, Env& env) : env_(&env), start_(env.steady_now()), end_(end) {}
 
@@ -70,15 +77,26 @@ bool Deadline::should_stop_before_next_step(bool eval_due) const {
   return need + margin(need) > left;
 }
 
+void Deadline::check_time_left() const {
+  const double left = remaining_seconds(), total = seconds_between(start_, end_);
+  if (left > 0 && total > margin(0)) return;
+  fail(ErrorKind::budget, "deadline",
+       "time for at least one step and a save (more than " +
+           format_duration(std::chrono::seconds(static_cast<long long>(margin(0)))) + ")",
+       left <= 0 ? std::string("a deadline that passed before training could start")
+                 : "a deadline " + format_duration(std::chrono::seconds(static_cast<long long>(total))) + " away",
+       "give a later deadline; nothing was changed");
+}
+
 void Deadline::check_fits_one_step() const {
   double total = seconds_between(start_, end_);
   double need = step_ + save_;
   if (step_known_ && need + margin(need) > total)
-    fail(ErrorKind::budget, "--deadline",
+    fail(ErrorKind::budget, "deadline",
          "time for at least one step and a save (about " + format_duration(std::chrono::seconds(
                                                                static_cast<long long>(need + margin(need) + 0.999))) + ")",
          "a deadline " + format_duration(std::chrono::seconds(static_cast<long long>(total))) + " away",
-         "give a later deadline or a smaller --batch-size / --image-size");
+         "give a later deadline, or a smaller batch or image size; nothing was changed");
 }
 
 }  // namespace frugal

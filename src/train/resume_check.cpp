@@ -9,17 +9,13 @@ namespace frugal {
 
 namespace {
 
-// Options that define the model, the data, the optimisation and the randomness. Anything else
-// (deadline, budgets, workers, save cadence, device, amp) may change between
-// sessions. The micro-batch may change too, as long as the effective batch B x K stays the same,
-// which is what OOM recovery itself does.
+// learning_keys() (train_options.cpp): the options that define the model, the data, the
+// optimisation and the randomness. Anything else (deadline, budgets, workers, save cadence,
+// device, amp) may change between sessions. The micro-batch may change too, as long as the
+// effective batch B x K stays the same, which is what OOM recovery itself does.
 // Paths (--data, --val, --init) are not compared: a new session often mounts the data elsewhere,
 // and --init only matters before the first checkpoint; the data's identity is its classes and
 // image count.
-constexpr const char* kLearningKeys[] = {
-    "model", "classes", "train_images", "val_split", "label_pattern", "channels", "image_size", "epochs", "lr",
-    "optimizer", "weight_decay", "label_smoothing", "clip_grad_norm", "warmup_fraction", "seed", "freeze",
-    "deterministic"};
 
 std::string shown(const nlohmann::json& v) {
   std::string s = v.dump();
@@ -30,10 +26,10 @@ std::string shown(const nlohmann::json& v) {
 
 std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlohmann::json& now) {
   std::vector<std::string> out;
-  for (const char* key : kLearningKeys) {
+  for (const std::string& key : learning_keys()) {
     // A key the checkpoint does not record (an older run) cannot be checked.
     if (!saved.contains(key) || !now.contains(key)) continue;
-    if (saved[key] != now[key]) out.push_back(std::string(key) + ": " + shown(saved[key]) + " -> " + shown(now[key]));
+    if (saved[key] != now[key]) out.push_back(key + ": " + shown(saved[key]) + " -> " + shown(now[key]));
   }
   // The saved config comes from a checkpoint file: a batch size that is not an integer, or whose
   // product with accum overflows, is unreadable and so a change, never an exception or a wrap.

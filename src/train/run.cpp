@@ -1,10 +1,10 @@
 // The run behind `frugal train`: data, model, resume, the epoch loop, evaluation, checkpoints,
 // metrics, and stopping resumable on a deadline or signal.
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <optional>
 
 #include "frugal/budget.h"
@@ -14,6 +14,7 @@
 #include "frugal/fs.h"
 #include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
+#include "frugal/run_folder.h"
 #include "frugal/train.h"
 #include "frugal/units.h"
 #include "train/device.h"
@@ -23,61 +24,50 @@
 namespace frugal {
 namespace fs = std::filesystem;
 
-nlohmann::json TrainConfig::to_json() const {
-  return {{"data", data}, {"val", val}, {"val_split", val_split}, {"run", run}, {"model", model},
-          {"init", init}, {"freeze", freeze}, {"label_pattern", label_pattern}, {"max_pixels", max_pixels},
-          {"max_bad_fraction", max_bad_fraction}, {"channels", channels}, {"epochs", epochs},
-          {"batch_size", batch_size}, {"accum", accum}, {"lr", lr}, {"optimizer", optimizer},
-          {"weight_decay", weight_decay}, {"label_smoothing", label_smoothing}, {"clip_grad_norm", clip_grad_norm},
-          {"warmup_fraction", warmup_fraction}, {"image_size", image_size}, {"workers", workers}, {"seed", seed},
-          {"amp", amp}, {"grad_checkpoint", grad_checkpoint}, {"device", device}, {"disk_budget", disk_budget},
-          {"workspace", workspace}, {"gpu_memory", gpu_memory}, {"deadline", deadline}, {"save_every", save_every},
-          {"keep_best", keep_best}, {"keep_last", keep_last}, {"delta", delta}, {"deterministic", deterministic},
-          {"decode", decode}};
-}
-
 namespace {
 
 using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
 
-struct SaveCadence {
-  std::int64_t steps = 0;        // every N optimizer steps (0: off)
-  double seconds = 0;            // every T seconds (0: off)
-};
+double seconds_since(Env::SteadyTime t0, Env::SteadyTime t1) { return std::chrono::duration<double>(t1 - t0).count(); }
 
-SaveCadence parse_save_every(const std::string& text) {
-  SaveCadence c;
-  if (text.empty()) return c;
-  if (text.size() > 5 && text.ends_with("steps")) {
-    c.steps = std::stoll(text.substr(0, text.size() - 5));
-    if (c.steps <= 0) fail(ErrorKind::usage, "--save-every", "a positive number of steps", text, "");
-  } else {
-    c.seconds = static_cast<double>(parse_duration(text).count());
-  }
-  return c;
+std::string count(std::int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 // Everything one run holds; the loop below reads as the algorithm.
+//
+// Nothing is written until training really starts (begin_writing(), after the first step of the
+// session passed the deadline's check): options, data, model, memory, disk budget, resume state
+// and the first step are all checked first, so a run refused for any of them leaves the run folder
+// as it was ("nothing was changed"), and a folder this run had to create is removed again.
 class Run {
  public:
-  explicit Run(const TrainConfig& c) : c_(c), run_dir_(c.run) {}
-  int execute();
+  Run(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()) {}
+  RunOutcome execute();
 
  private:
+  RunOutcome train();
   void open_data();
   void build_model();
-  void resume();
+  void check_memory() const;
+  void check_fits_model() const;
+  void prepare_resume();
+  void begin_writing();
   bool train_epoch(std::int64_t epoch, std::int64_t position);
   void end_of_epoch(std::int64_t epoch);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void save(const Checkpoint& ckpt, bool wait);
   void check_disk_budget();
   bool may_write(std::uint64_t bytes, const char* what);
-  int stopped();
+  void append_metrics(const std::string& line);
+  void log_scalar(const char* tag, double value);
+  void log_write_failed(const char* what, const Error& e);
+  RunOutcome stopped();
   bool should_stop(bool eval_due);
   void write_config();
 
-  const TrainConfig& c_;
+  TrainConfig c_;  // a copy: --decode auto is resolved in it
+  Env& env_;
   fs::path run_dir_;
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
@@ -99,15 +89,19 @@ class Run {
   SignalGuard signals_;
   std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
-  SaveCadence cadence_;
-  std::chrono::steady_clock::time_point last_save_ = std::chrono::steady_clock::now();
+  Env::SteadyTime last_save_;
+  std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
 
   std::int64_t start_epoch_ = 0, start_position_ = 0, global_step_ = 0, steps_per_epoch_ = 0, total_steps_ = 0;
-  double last_lr_ = 0, last_train_loss_ = NAN;
+  std::int64_t session_steps_ = 0;
+  double last_lr_ = 0;
+  double whole_save_seconds_ = -1;  // the longest waited-for save of this session; -1: none yet
+  double epoch_loss_sum_ = 0;  // over this session's steps of the current epoch (finite losses)
+  std::int64_t epoch_loss_samples_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
   std::string stop_reason_;
-  bool log_room_warned_ = false;
+  bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
 };
 
 // Room kept for what the trainer writes besides checkpoints (config.json, metrics.jsonl, events).
@@ -122,19 +116,41 @@ void Run::open_data() {
   d.name_encoding = c_.name_encoding;
   auto all = Dataset::open(c_.data, d);
   classes_ = all->classes();
+  // One class trains to loss 0 and "100%" without learning anything.
+  if (classes_.size() < 2)
+    fail(ErrorKind::invalid, c_.data, "images of at least 2 classes to train a classifier",
+         classes_.empty() ? std::string("no class") : "only class \"" + classes_[0] + "\"",
+         "add images of other classes (one folder per class, labels.csv or a label pattern)");
   if (!c_.val.empty()) {
     d.channels = all->channels();
     train_ = all;
     val_ = Dataset::open(c_.val, d);
     if (val_->classes() != classes_)
-      fail(ErrorKind::invalid, c_.val, "the same classes as " + c_.data, std::to_string(val_->classes().size()) +
-           " classes, not all matching", "give a validation archive with the same class names");
+      fail(ErrorKind::invalid, c_.val, "the same classes as " + c_.data, count(val_->classes().size(), "class", "classes") +
+           ", not all matching", "give a validation archive with the same class names");
   } else {
     double f = c_.val_split > 0 ? c_.val_split : 0.05;
     std::tie(train_, val_) = all->split_val(f);
     if (c_.val_split <= 0) note("validating on a stable 5% of the training data (--val or --val-split to choose)");
   }
   if (train_->size() == 0) fail(ErrorKind::invalid, c_.data, "training images", "none", "check --data");
+  // --decode: an impossible `gpu` is a usage error naming what is missing; `auto` takes the GPU
+  // only when this build, machine and data can.
+  if (c_.decode == DecodeChoice::automatic) {
+    if (c_.device.kind == DeviceKind::cpu) {
+      note("decode: cpu (--device cpu)");
+      c_.decode = DecodeChoice::cpu;
+    } else {
+      DecodeSelection sel = select_decode("auto", *train_);
+      note("decode: " + sel.reason);
+      c_.decode = sel.gpu ? DecodeChoice::gpu : DecodeChoice::cpu;
+    }
+  } else if (c_.decode == DecodeChoice::gpu) {
+    if (c_.device.kind == DeviceKind::cpu)
+      fail(ErrorKind::usage, "decode gpu", "a CUDA device to train on", "device cpu",
+           "train on cuda (or auto), or decode on the cpu");
+    note("decode: " + select_decode("gpu", *train_).reason);
+  }
 }
 
 void Run::build_model() {
@@ -142,23 +158,25 @@ void Run::build_model() {
   info_.classes = classes_;
   if (c_.image_size > 0) info_.image_size = c_.image_size;
 
-  std::tie(device_, amp_) = resolve_device(c_.device, c_.amp);
-  if (!c_.gpu_memory.empty())
-    if (std::string line = limit_gpu_memory(device_, parse_size(c_.gpu_memory)); !line.empty()) note(line);
+  std::tie(device_, amp_) = resolve_device(c_.device.text(), c_.amp ? to_string(*c_.amp) : "auto");
+  if (c_.gpu_memory)
+    if (std::string line = limit_gpu_memory(device_, c_.gpu_memory.bytes); !line.empty()) note(line);
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
   // On the CPU `auto` stays fp32 (results comparable across machines); say when bf16 would pay.
-  if (!device_.is_cuda() && amp_ == AmpMode::off && c_.amp == "auto" && cpu_has_native_bf16())
+  if (!device_.is_cuda() && amp_ == AmpMode::off && !c_.amp && cpu_has_native_bf16())
     note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): --amp bf16 trains faster (cnn: 1.4x on 2 cores)");
   if (!device_.is_cuda() && amp_ == AmpMode::bf16 && !cpu_has_native_bf16())
     note("warning: this CPU has no bf16 instructions, so --amp bf16 is emulated and slower than --amp off");
 
   torch::manual_seed(c_.seed);
   model_ = make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
+  check_memory();
+  check_fits_model();
   if (!c_.init.empty()) {
     auto msg = load_weights(*model_, load_checkpoint_or_weights(c_.init), /*allow_head_mismatch=*/true);
     note("initialized from " + c_.init + (msg.empty() ? "" : ": " + msg));
   }
-  if (!c_.freeze.empty()) note("froze " + std::to_string(freeze(*model_, c_.freeze)) + " tensors");
+  if (!c_.freeze.empty()) note("froze " + count(freeze(*model_, c_.freeze), "tensor", "tensors"));
   model_->to(device_);
   // Channels-last on every device: on CUDA for cuDNN's tensor-core kernels, on the CPU because
   // oneDNN's convolutions run 1.1-1.6x faster that way (cnn, resnet18, efficientnet_b0 measured).
@@ -167,8 +185,7 @@ void Run::build_model() {
   model_->train();
 
   OptimizerOptions o;
-  if (c_.optimizer == "sgd") o.kind = OptimizerKind::sgd;
-  else if (c_.optimizer != "adamw") fail(ErrorKind::usage, "--optimizer", "adamw or sgd", c_.optimizer, "");
+  o.kind = c_.optimizer;
   o.lr = c_.lr;
   o.weight_decay = c_.weight_decay;
   opt_ = make_optimizer(*model_, o);
@@ -186,41 +203,100 @@ void Run::build_model() {
   step_options_.std = info_.std;
 }
 
+// Physical memory of this machine (bytes); 0 when unknown.
+std::uint64_t physical_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+// An image size or batch that cannot fit is a budget error before anything is allocated (not a
+// c10 "you tried to allocate" trace half-way). The estimate is a floor: a micro-batch of uint8
+// images as the loader hands them over, as float on the device, and the first convolution's output
+// with its gradient; what a real step needs is larger. Compared with the machine's RAM (and the
+// GPU's memory as --gpu-memory gives it), a size over it cannot train at any speed.
+void Run::check_memory() const {
+  const std::int64_t side = info_.image_size, channels = info_.channels, batch = c_.batch_size;
+  double per_pixel = static_cast<double>(channels) * (1 + 4);
+  for (const auto& m : model_->modules(/*include_self=*/false))
+    if (auto* conv = m->as<torch::nn::Conv2d>()) {
+      const auto& o = conv->options;
+      double stride = static_cast<double>((*o.stride())[0] * (*o.stride())[1]);
+      per_pixel += 2.0 * 4.0 * static_cast<double>(o.out_channels()) / std::max(1.0, stride);
+      break;
+    }
+  const double pixels = static_cast<double>(side) * static_cast<double>(side);
+  const double need = per_pixel * pixels * static_cast<double>(batch);
+  std::uint64_t have = physical_memory();
+  std::string where = "the " + format_size(have) + " of RAM";
+  if (device_.is_cuda() && c_.gpu_memory && c_.gpu_memory.bytes < have) {
+    have = c_.gpu_memory.bytes;
+    where = "the " + format_size(have) + " of GPU memory allowed";
+  }
+  // One image's elements must also be countable in an int (the loader's and decoder's buffers).
+  const bool too_many_elements = pixels * static_cast<double>(channels) > 2147483647.0;
+  if (have == 0 || (need <= static_cast<double>(have) && !too_many_elements)) return;
+  const double h = static_cast<double>(have);
+  auto fit_side = static_cast<std::int64_t>(std::sqrt(h / (per_pixel * static_cast<double>(batch))));
+  fit_side = std::min<std::int64_t>(fit_side, static_cast<std::int64_t>(std::sqrt(2147483647.0 / static_cast<double>(channels))));
+  auto fit_batch = static_cast<std::int64_t>(h / (per_pixel * pixels));
+  std::string fix = "an image size of at most " + std::to_string(fit_side) + " at this batch size";
+  if (fit_batch >= 1 && !too_many_elements) fix += ", or a batch size of at most " + std::to_string(fit_batch) + " at this image size";
+  fail(ErrorKind::budget, c_.model + " at image size " + std::to_string(side) + ", batch " + std::to_string(batch),
+       "memory for one training step (at least " + format_size(static_cast<std::uint64_t>(std::min(need, 1.8e19))) +
+           ": the batch's images, as input, and the first layer's output and gradient)",
+       "more than " + where, "use " + fix + "; nothing was changed");
+}
+
+// Small images are halved by each of the model's downsampling stages; one the model cannot take
+// would otherwise fail inside its first forward as a c10 error. Larger sizes always fit.
+void Run::check_fits_model() const {
+  if (info_.image_size >= 64) return;
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  try {
+    model_->forward(torch::zeros({1, info_.channels, info_.image_size, info_.image_size}));
+  } catch (const c10::Error&) {
+    model_->train();
+    fail(ErrorKind::usage, "image size " + std::to_string(info_.image_size),
+         "an image size the " + c_.model + " model can take", "one too small for its downsampling",
+         "use a larger image size (the model's default is " +
+             std::to_string(default_model_info(c_.model, info_.channels).image_size) + ")");
+  }
+  model_->train();
+}
+
 NamedTensors param_names(const OptimizerSetup& s) { return NamedTensors(s.params.begin(), s.params.end()); }
 
-void Run::resume() {
+// Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
+// and refuses a resume that would change what is learned. begin_writing() makes the changes
+// (temporaries removed, --fresh's discards).
+void Run::prepare_resume() {
   CheckpointOptions co;
   co.retention.keep_best = c_.keep_best;
   co.retention.keep_last = c_.keep_last;
   co.delta = c_.delta;
-  manager_ = std::make_unique<CheckpointManager>(run_dir_, co);
-  if (!c_.disk_budget.empty()) {
+  manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
+  if (c_.disk_budget) {
     DiskBudgetOptions bo;
-    bo.limit = parse_size(c_.disk_budget);
+    bo.limit = c_.disk_budget.bytes;
     bo.own_folder = run_dir_;
     fs::path ws = c_.workspace.empty() ? fs::absolute(run_dir_).parent_path() : fs::path(c_.workspace);
-    budget_ = std::make_unique<DiskBudget>(ws, bo);
+    budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
     budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
     manager_->set_disk_budget(budget_.get());
-    budget_->start_watcher();
   }
-  if (int n = manager_->remove_temporaries()) note("removed " + std::to_string(n) + " leftover temporary file(s)");
   check_disk_budget();
-  if (c_.fresh) {
-    // The old run's checkpoints carry higher step numbers and would rank newest: drop them.
-    manager_->discard_previous();
-    return;
-  }
-  auto r = manager_->load_latest();
-  if (!r) return;
-  const Checkpoint& ck = r->ckpt;
+  if (c_.fresh) return;
+  resume_ = manager_->load_latest();
+  if (!resume_) return;
+  const Checkpoint& ck = resume_->ckpt;
   nlohmann::json now = c_.to_json();
   now["classes"] = classes_;
   now["train_images"] = train_->size();
   if (auto changes = learning_changes(ck.config, now); !changes.empty()) {
     std::string list;
     for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
-    fail(ErrorKind::usage, (run_dir_ / r->file.filename()).string(), "the options this run was started with",
+    fail(ErrorKind::usage, (run_dir_ / resume_->file.filename()).string(), "the options this run was started with",
          list, "run the original command to resume, or add --fresh to start this run over with the new options");
   }
   // A crafted or damaged config may hold anything under "data": only a string is shown.
@@ -243,8 +319,33 @@ void Run::resume() {
   start_position_ = ck.loader.value("position", std::int64_t{0});
   step_options_.micro_batch = ck.schedule.value("micro_batch", c_.batch_size);
   if (ck.metric_value) last_val_accuracy_ = ck.metric_value;
-  note("resuming from " + r->file.filename().string() + " (epoch " + std::to_string(start_epoch_ + 1) + ", step " +
-       std::to_string(global_step_) + ")");
+  note("resuming from " + resume_->file.filename().string() + " (epoch " + std::to_string(start_epoch_ + 1) +
+       ", step " + std::to_string(global_step_) + ")");
+  resume_->ckpt = Checkpoint{};  // the tensors are in the model now
+}
+
+// Training really starts: from here on the run folder changes.
+void Run::begin_writing() {
+  if (writing_) return;
+  writing_ = true;
+  if (int n = manager_->remove_temporaries()) note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
+  if (c_.fresh) {
+    // The old run's checkpoints carry higher step numbers and would rank newest, and its metrics
+    // and events would read as this run's: drop them.
+    manager_->discard_previous();
+    env_.remove_file(run_dir_ / kMetricsFile);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(run_dir_, ec))
+      if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) env_.remove_file(e.path());
+  }
+  if (budget_) budget_->start_watcher();
+  write_config();
+  writer_ = std::make_unique<CheckpointWriter>(*manager_);
+  try {
+    events_ = std::make_unique<EventWriter>(run_dir_, env_);
+  } catch (const Error& e) {
+    log_write_failed("the TensorBoard events", e);
+  }
 }
 
 Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const {
@@ -294,35 +395,76 @@ bool Run::may_write(std::uint64_t bytes, const char* what) {
   return false;
 }
 
-// Exit 75 only when a rerun really continues: from this step when its checkpoint was saved, else
-// from the last one saved; with none saved a rerun would start over, which is a budget failure.
-int Run::stopped() {
+// A log record that cannot be written (disk full, an I/O error) is dropped with one warning, as
+// when the budget has no room: the logs serve the run, they do not stop it. The checkpoints decide
+// how the run ends (a disk that stays full skips them, and the final save's failure is exit 4).
+void Run::log_write_failed(const char* what, const Error& e) {
+  if (!log_failure_warned_)
+    note(std::string("frugal: warning: could not write ") + what + " (" + e.what() +
+         "); log records are dropped, training goes on");
+  log_failure_warned_ = true;
+}
+
+// One whole line or nothing: an appendable file cuts a failed append back (env.h), so a reader
+// never sees a torn record.
+void Run::append_metrics(const std::string& line) {
+  if (!may_write(line.size(), kMetricsFile)) return;
+  try {
+    auto file = env_.new_appendable_file(run_dir_ / kMetricsFile);
+    file->append(line);
+    file->close();
+  } catch (const Error& e) {
+    log_write_failed(kMetricsFile, e);
+  }
+}
+
+void Run::log_scalar(const char* tag, double value) {
+  if (!events_) return;
+  try {
+    events_->scalar(tag, static_cast<float>(value), global_step_);
+  } catch (const Error& e) {
+    events_.reset();
+    log_write_failed("the TensorBoard events", e);
+  }
+}
+
+// Stopped resumable only when a rerun really continues: from this step when its checkpoint was
+// saved, else from the last one saved; with none saved a rerun would start over, which is a
+// budget failure.
+RunOutcome Run::stopped() {
   const auto step = manager_->resumable_step();
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
+  RunOutcome out{RunOutcome::Status::stopped_resumable, global_step_, step.value_or(-1)};
   if (step && *step == global_step_) {
     note(at + ", saved; run the same command again to continue");
-    return exit_code(ErrorKind::interrupted);
+    return out;
   }
   if (step) {
     note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(*step) +
          " (the last checkpoint saved) and redoes the steps after it; run the same command again to continue");
-    return exit_code(ErrorKind::interrupted);
+    return out;
   }
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
        "none (" + at + ", no checkpoint fit)",
        "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise --disk-budget");
 }
 
+// A background save costs the loop only its snapshot, but the save made when stopping is waited
+// for: under a deadline the first save of a session is waited for too, so that the deadline
+// plans with what a whole save takes (and later saves count as at least that).
 void Run::save(const Checkpoint& ckpt, bool wait) {
-  auto t0 = std::chrono::steady_clock::now();
+  begin_writing();
+  wait = wait || (deadline_ && whole_save_seconds_ < 0);
+  auto t0 = env_.steady_now();
   writer_->submit(ckpt);
   if (wait) {
     auto r = writer_->wait();  // what a rerun resumes from is decided by stopped()
     if (!r.message.empty()) note(r.message);
   }
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (deadline_) deadline_->record_save(s);
-  last_save_ = std::chrono::steady_clock::now();
+  last_save_ = env_.steady_now();
+  double secs = seconds_since(t0, last_save_);
+  if (wait) whole_save_seconds_ = std::max(whole_save_seconds_, secs);
+  if (deadline_) deadline_->record_save(std::max(secs, whole_save_seconds_));
 }
 
 bool Run::should_stop(bool eval_due) {
@@ -341,6 +483,8 @@ bool Run::should_stop(bool eval_due) {
 bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
   train_loader_->start(epoch, position);
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
+  epoch_loss_sum_ = 0;
+  epoch_loss_samples_ = 0;
   for (;;) {
     Batches batches;
     std::int64_t next_position = position;
@@ -359,45 +503,62 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
     last_lr_ = cosine_lr(c_.lr, global_step_, std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)),
                          total_steps_);
     set_lr(*opt_.optimizer, last_lr_);
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = env_.steady_now();
     StepResult r = step_->run(batches);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (deadline_) {
-      deadline_->record_step(secs);
-      if (global_step_ == 0) deadline_->check_fits_one_step();
+      deadline_->record_step(seconds_since(t0, env_.steady_now()));
+      // The first step of each session measures what one costs: a deadline that cannot hold it
+      // and a save is refused now, before the run folder changes (exit 4, nothing was changed).
+      if (session_steps_ == 0) deadline_->check_fits_one_step();
     }
+    ++session_steps_;
+    begin_writing();
     ++global_step_;
     ++step_in_epoch;
     position = next_position;
-    last_train_loss_ = r.loss;
+    if (std::isfinite(r.loss)) {
+      epoch_loss_sum_ += r.loss * static_cast<double>(r.samples);
+      epoch_loss_samples_ += r.samples;
+    }
     log_->step(global_step_, total_steps_, epoch, r, last_lr_);
-    if (global_step_ % 20 == 0 && may_write(64, "the TensorBoard events"))
-      events_->scalar("train/loss", static_cast<float>(r.loss), global_step_);
-    double since_save = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_).count();
-    if ((cadence_.steps > 0 && global_step_ % cadence_.steps == 0) || (cadence_.seconds > 0 && since_save >= cadence_.seconds))
+    if (global_step_ % 20 == 0 && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
+    double since_save = seconds_since(last_save_, env_.steady_now());
+    const auto& every = c_.save_every;
+    if ((every.steps > 0 && global_step_ % every.steps == 0) ||
+        (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())))
       save(make_checkpoint(epoch, position, epoch), false);
   }
 }
 
 void Run::end_of_epoch(std::int64_t epoch) {
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = env_.steady_now();
   EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double secs = seconds_since(t0, env_.steady_now());
   if (deadline_) deadline_->record_eval(secs);
   last_val_accuracy_ = e.accuracy;
   nlohmann::json per = e.to_json(classes_)["per_class"];
-  last_metrics_ = {{"epoch", epoch + 1}, {"step", global_step_}, {"train_loss", last_train_loss_},
+  // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
+  // mid-epoch), not the last step's, which varies with its batch.
+  const double train_loss =
+      epoch_loss_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_loss_samples_) : NAN;
+  last_metrics_ = {{"epoch", epoch + 1}, {"step", global_step_}, {"train_loss", train_loss},
                    {"val_loss", e.loss}, {"val_accuracy", e.accuracy}, {"val_samples", e.samples},
                    {"per_class", per}, {"lr", last_lr_}, {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
   log_->epoch(epoch, c_.epochs, e);
-  const std::string line = last_metrics_.dump() + "\n";
-  if (may_write(line.size(), kMetricsFile)) std::ofstream(run_dir_ / kMetricsFile, std::ios::app) << line;
+  append_metrics(last_metrics_.dump() + "\n");
   if (may_write(128, "the TensorBoard events")) {
-    events_->scalar("val/loss", static_cast<float>(e.loss), global_step_);
-    events_->scalar("val/accuracy", static_cast<float>(e.accuracy), global_step_);
+    log_scalar("val/loss", e.loss);
+    log_scalar("val/accuracy", e.accuracy);
   }
-  events_->flush();
+  if (events_) {
+    try {
+      events_->flush();
+    } catch (const Error& err) {
+      events_.reset();
+      log_write_failed("the TensorBoard events", err);
+    }
+  }
   save(make_checkpoint(epoch + 1, 0, epoch + 1), false);
 }
 
@@ -409,22 +570,44 @@ void Run::write_config() {
   j["model_info"] = {{"name", info_.name}, {"image_size", info_.image_size}, {"channels", info_.channels},
                      {"mean", info_.mean}, {"std", info_.std}};
   j["resolved"] = {{"device", device_.str()}, {"amp", to_string(amp_)}, {"micro_batch", step_options_.micro_batch}};
-  write_file_atomic(run_dir_ / kConfigFile, j.dump(2) + "\n");
+  const std::string text = j.dump(2) + "\n";
+  write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }
 
-int Run::execute() {
-  if (!c_.deadline.empty()) deadline_ = Deadline::parse(c_.deadline);
-  cadence_ = parse_save_every(c_.save_every);
-  if (c_.batch_size < 1 || c_.accum < 1 || c_.epochs < 1)
-    fail(ErrorKind::usage, "--batch-size/--accum/--epochs", "positive numbers", "", "");
+// Folders from `dir` up that do not exist yet, deepest first.
+std::vector<fs::path> missing_folders(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    out.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  return out;
+}
+
+RunOutcome Run::execute() {
+  const auto created = missing_folders(run_dir_);
+  try {
+    return train();
+  } catch (...) {
+    // Refused before training started: leave no folder behind that this run made (only empty
+    // ones go; rmdir refuses anything else).
+    if (!writing_)
+      for (const auto& p : created) ::rmdir(p.c_str());
+    throw;
+  }
+}
+
+RunOutcome Run::train() {
+  if (c_.deadline) {
+    deadline_ = Deadline::start(*c_.deadline, env_);
+    deadline_->check_time_left();
+  }
   if (c_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
-  fs::create_directories(run_dir_);
   open_data();
   build_model();
-  resume();
-  write_config();
-  writer_ = std::make_unique<CheckpointWriter>(*manager_);
-  events_ = std::make_unique<EventWriter>(run_dir_);
+  prepare_resume();
+  if (deadline_) deadline_->check_time_left();
 
   LoaderOptions lo;
   lo.image_size = info_.image_size;
@@ -432,10 +615,10 @@ int Run::execute() {
   lo.workers = c_.workers;
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
-  if (c_.decode == "gpu") {
+  if (c_.decode == DecodeChoice::gpu) {
     if (!device_.is_cuda())
-      fail(ErrorKind::usage, "--decode gpu", "a CUDA device to train on", "device " + device_.str(),
-           "use --device cuda, or --decode cpu");
+      fail(ErrorKind::usage, "decode gpu", "a CUDA device to train on", "device " + device_.str(),
+           "train on cuda, or decode on the cpu");
     GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
     go.device = device_.has_index() ? device_.index() : 0;
     train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);
@@ -450,16 +633,17 @@ int Run::execute() {
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
-  log_ = std::make_unique<TrainLog>(c_.json);
-  note("training " + c_.model + " on " + std::to_string(train_->size()) + " images (" + std::to_string(classes_.size()) +
-       " classes), validating on " + std::to_string(val_->size()) + "; " + std::to_string(total_steps_) +
-       " steps of " + std::to_string(c_.batch_size * c_.accum) + " images");
+  log_ = std::make_unique<TrainLog>(c_.json, env_);
+  note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
+       count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
+       count(total_steps_, "step", "steps") + " of " + count(c_.batch_size * c_.accum, "image", "images"));
 
   for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
     if (!train_epoch(epoch, position)) return stopped();
     end_of_epoch(epoch);
   }
+  begin_writing();  // a resumed run that had nothing left to train still records its config
   auto r = writer_->wait();
   if (!r.message.empty()) note(r.message);
   // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best.
@@ -468,7 +652,7 @@ int Run::execute() {
          "no room for them (" + manager_->resumable_from() + ")",
          "free space (frugal du, frugal clean) or raise --disk-budget, then run the same command again");
   log_->done();
-  return 0;
+  return {RunOutcome::Status::done, global_step_, global_step_};
 }
 
 }  // namespace
@@ -482,6 +666,6 @@ std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::strin
   return out;
 }
 
-int run_training(const TrainConfig& config) { return Run(config).execute(); }
+RunOutcome run_training(const TrainConfig& config, Env& env) { return Run(config, env).execute(); }
 
 }  // namespace frugal

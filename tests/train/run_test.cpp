@@ -1,0 +1,335 @@
+// run_training end to end on a tiny generated data set (the cnn, a few steps on the CPU), with
+// every file write and clock read going through a test Env: a full disk while appending
+// metrics, a failed write of the TensorBoard events, deadlines on a fake clock, and refusals that
+// must leave the run folder as they found it.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "../budget/fault_env.h"
+#include "frugal/error.h"
+#include "frugal/pack.h"
+#include "frugal/progress.h"
+#include "frugal/train.h"
+
+namespace frugal {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FaultEnv;
+using testing::TempDir;
+
+// A 2-D uint8 .npy (numpy format 1.0): the header padded with spaces to a multiple of 64 bytes.
+void write_npy(const fs::path& path, int side, const std::vector<std::uint8_t>& pixels) {
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + std::to_string(side) + ", " +
+                       std::to_string(side) + "), }";
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const std::uint16_t n = static_cast<std::uint16_t>(header.size());
+  out.put(static_cast<char>(n & 0xff)).put(static_cast<char>(n >> 8));
+  out << header;
+  out.write(reinterpret_cast<const char*>(pixels.data()), static_cast<std::streamsize>(pixels.size()));
+}
+
+// `classes` folders of `per_class` 12x12 images each: class k is bright in its own band of rows
+// (learnable in a few steps), with noise.
+fs::path make_archive(const fs::path& dir, int classes = 2, int per_class = 24) {
+  const int side = 12;
+  fs::path src = dir / "src";
+  std::uint32_t state = 12345;
+  for (int k = 0; k < classes; ++k) {
+    fs::create_directories(src / ("class" + std::to_string(k)));
+    for (int i = 0; i < per_class; ++i) {
+      std::vector<std::uint8_t> px(side * side);
+      for (int y = 0; y < side; ++y)
+        for (int x = 0; x < side; ++x) {
+          state = state * 1664525u + 1013904223u;
+          const bool band = y * classes / side == k;
+          px[y * side + x] = static_cast<std::uint8_t>((band ? 180 : 40) + (state >> 27));
+        }
+      write_npy(src / ("class" + std::to_string(k)) / (std::to_string(i) + ".npy"), side, px);
+    }
+  }
+  PackOptions o;
+  o.output = dir / "data.zip";
+  o.threads = 1;
+  pack(src, o);
+  return o.output;
+}
+
+TrainConfig small_config(const fs::path& data, const fs::path& run) {
+  TrainConfig c;
+  c.data = data.string();
+  c.run = run.string();
+  c.model = "cnn";
+  c.epochs = 2;
+  c.batch_size = 8;
+  c.workers = 1;
+  c.image_size = 12;
+  c.val_split = 0.25;
+  c.device.kind = DeviceKind::cpu;
+  c.json = true;  // no progress lines
+  return c;
+}
+
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Every line whole JSON and the file ending in a newline: nothing torn.
+void expect_whole_lines(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty()) return;
+  EXPECT_EQ(text.back(), '\n') << file;
+  for (const auto& line : lines_of(file)) EXPECT_TRUE(nlohmann::json::accept(line)) << "torn line: " << line;
+}
+
+std::set<std::string> listing(const fs::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) names.insert(e.path().filename().string());
+  return names;
+}
+
+std::vector<fs::path> checkpoints(const fs::path& run) {
+  std::vector<fs::path> out;
+  for (const auto& n : listing(run))
+    if (n.rfind("ckpt-", 0) == 0) out.push_back(run / n);
+  return out;
+}
+
+// FaultEnv, plus: appends to the files whose name starts with `fail_prefix` fail (disk full or an
+// I/O error, from the `fail_from`-th such append on), and the steady clock moves `tick` seconds at
+// every read, so time passes as the run asks for it.
+class RunEnv : public FaultEnv {
+ public:
+  std::string fail_prefix;
+  int fail_from = 0;
+  Fault prefix_fault = Fault::disk_full;
+  double tick = 0;
+  std::atomic<int> prefix_appends = 0, prefix_failures = 0;
+
+  std::unique_ptr<WritableFile> new_appendable_file(const fs::path& path) override {
+    auto inner = FaultEnv::new_appendable_file(path);
+    if (fail_prefix.empty() || path.filename().string().rfind(fail_prefix, 0) != 0) return inner;
+    return std::make_unique<Failing>(*this, path, std::move(inner));
+  }
+  std::unique_ptr<WritableFile> new_writable_file(const fs::path& path) override {
+    auto inner = FaultEnv::new_writable_file(path);
+    if (fail_prefix.empty() || path.filename().string().rfind(fail_prefix, 0) != 0) return inner;
+    return std::make_unique<Failing>(*this, path, std::move(inner));
+  }
+  void rename_file(const fs::path& from, const fs::path& to) override {
+    FaultEnv::rename_file(from, to);
+    std::lock_guard lock(clock_mu_);
+    if (to.filename().string().rfind("ckpt-", 0) == 0) last_checkpoint_at = now;
+  }
+  SteadyTime last_checkpoint_at{};  // when the newest checkpoint was published
+  // The checkpoint writer's thread reads the clock too.
+  SteadyTime steady_now() override {
+    std::lock_guard lock(clock_mu_);
+    advance(tick);
+    return now;
+  }
+
+ private:
+  std::mutex clock_mu_;
+  class Failing : public WritableFile {
+   public:
+    Failing(RunEnv& env, fs::path path, std::unique_ptr<WritableFile> inner)
+        : env_(env), path_(std::move(path)), inner_(std::move(inner)) {}
+    void append(const void* data, std::size_t n) override {
+      if (env_.prefix_appends++ >= env_.fail_from) {
+        ++env_.prefix_failures;
+        if (env_.prefix_fault == Fault::disk_full) throw DiskFullError(path_.string() + ": injected ENOSPC");
+        throw Error(ErrorKind::io, path_.string() + ": injected I/O error");
+      }
+      inner_->append(data, n);
+    }
+    void sync() override { inner_->sync(); }
+    void close() override { inner_->close(); }
+
+   private:
+    RunEnv& env_;
+    fs::path path_;
+    std::unique_ptr<WritableFile> inner_;
+  };
+};
+
+class RunTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { Progress::set_quiet(true); }
+  void SetUp() override { data_ = make_archive(dir_.path()); }
+  TempDir dir_;
+  fs::path data_;
+};
+
+TEST_F(RunTest, TrainsAndWritesItsFilesThroughTheEnv) {
+  RunEnv env;
+  const fs::path run = dir_ / "run";
+  RunOutcome out = run_training(small_config(data_, run), env);
+  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  EXPECT_GT(out.step, 0);
+  EXPECT_TRUE(fs::exists(run / "config.json"));
+  auto metrics = lines_of(run / "metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 2u);
+  expect_whole_lines(run / "metrics.jsonl");
+  // train_loss is the epoch's mean: finite, and a cross-entropy of 2 classes starts near ln 2.
+  auto first = nlohmann::json::parse(metrics[0]);
+  EXPECT_TRUE(first["train_loss"].is_number());
+  EXPECT_GT(first["train_loss"].get<double>(), 0.0);
+  EXPECT_LT(first["train_loss"].get<double>(), 5.0);
+  EXPECT_GT(env.ops, 0) << "the run wrote nothing through its Env";
+}
+
+TEST_F(RunTest, DiskFullWhileAppendingMetricsDropsTheRecordAndTrainingGoesOn) {
+  RunEnv env;
+  env.fail_prefix = "metrics.jsonl";
+  env.fail_from = 1;  // the first epoch's line is written, the second's finds the disk full
+  const fs::path run = dir_ / "run";
+  RunOutcome out = run_training(small_config(data_, run), env);
+  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  EXPECT_GE(env.prefix_failures, 1);
+  EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 1u);
+  expect_whole_lines(run / "metrics.jsonl");
+  EXPECT_FALSE(checkpoints(run).empty()) << "the checkpoints are not the log's to give up";
+}
+
+TEST_F(RunTest, AFailedWriteOfEventsDropsThemAndTrainingGoesOn) {
+  RunEnv env;
+  env.fail_prefix = "events.out.tfevents.";
+  env.prefix_fault = FaultEnv::Fault::io;
+  env.fail_from = 0;
+  const fs::path run = dir_ / "run";
+  RunOutcome out = run_training(small_config(data_, run), env);
+  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  EXPECT_GE(env.prefix_failures, 1) << "the events were not written through the Env";
+  EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 2u);
+  // Nothing torn: an events file, if any, holds whole records only (here: none got through).
+  for (const auto& n : listing(run))
+    if (n.rfind("events.out.tfevents.", 0) == 0) EXPECT_EQ(fs::file_size(run / n), 0u) << n;
+}
+
+TEST_F(RunTest, ADeadlineOnTheFakeClockStopsResumableJustBeforeIt) {
+  RunEnv env;
+  env.tick = 0.25;  // every clock read: a step, a save, an evaluation each take a tick or a few
+  const fs::path run = dir_ / "run";
+  TrainConfig c = small_config(data_, run);
+  c.epochs = 12;  // more than 20 fake seconds hold
+  c.deadline = DeadlineSpec::parse("20s");
+  const auto start = env.now;
+  RunOutcome out = run_training(c, env);
+  ASSERT_EQ(out.status, RunOutcome::Status::stopped_resumable);
+  EXPECT_GT(out.step, 0);
+  EXPECT_EQ(out.resumable_step, out.step) << "the stop step was saved";
+  // The deadline counts from when the run starts (a tick or two after `start`).
+  const double saved_at = std::chrono::duration<double>(env.last_checkpoint_at - start).count();
+  EXPECT_LE(saved_at, 20.0 + 0.75) << "the last checkpoint was saved after the deadline";
+  // Not early either: the stop leaves less than one more step, save and evaluation, plus the
+  // margin (Deadline::margin: 10% + 1 s), of a few ticks each.
+  EXPECT_GE(saved_at, 20.0 - 4.0) << "stopped long before the deadline";
+  bool found = false;
+  for (const auto& p : checkpoints(run))
+    found = found || p.filename().string().find("-s" + std::string(6 - std::to_string(out.step).size(), '0') +
+                                                std::to_string(out.step)) != std::string::npos;
+  EXPECT_TRUE(found) << "no checkpoint of step " << out.step;
+
+  // The same command with time to spare continues from there and finishes.
+  RunEnv later;
+  TrainConfig again = small_config(data_, run);
+  again.epochs = 12;
+  RunOutcome done = run_training(again, later);
+  EXPECT_EQ(done.status, RunOutcome::Status::done);
+  EXPECT_GT(done.step, out.step);
+}
+
+TEST_F(RunTest, ADeadlineTooShortIsABudgetErrorThatCreatesNothing) {
+  FaultEnv env;  // the clock stands still: only the deadline's own length counts
+  const fs::path run = dir_ / "new" / "run";
+  TrainConfig c = small_config(data_, run);
+  c.deadline = DeadlineSpec::parse("1s");
+  try {
+    run_training(c, env);
+    FAIL() << "trained with a 1 s deadline";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::budget);
+    EXPECT_NE(std::string(e.what()).find("nothing was changed"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "new")) << "a refused run left a folder behind";
+}
+
+TEST_F(RunTest, RefusalsBeforeTrainingLeaveAnOldRunAsItWas) {
+  const fs::path run = dir_ / "run";
+  {
+    RunEnv env;
+    ASSERT_EQ(run_training(small_config(data_, run), env).status, RunOutcome::Status::done);
+  }
+  auto before = listing(run);
+  auto metrics_before = lines_of(run / "metrics.jsonl");
+  // --fresh with a deadline too short, a memory budget that cannot hold the image size: each is
+  // refused before the run folder changes (--fresh's discards included).
+  TrainConfig short_deadline = small_config(data_, run);
+  short_deadline.fresh = true;
+  short_deadline.deadline = DeadlineSpec::parse("1s");
+  TrainConfig huge = small_config(data_, run);
+  huge.fresh = true;
+  huge.image_size = 1 << 20;
+  for (const TrainConfig* c : {&short_deadline, &huge}) {
+    RunEnv env;
+    try {
+      run_training(*c, env);
+      ADD_FAILURE() << "not refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
+    }
+    EXPECT_EQ(listing(run), before);
+    EXPECT_EQ(lines_of(run / "metrics.jsonl"), metrics_before);
+  }
+}
+
+TEST_F(RunTest, FreshRemovesTheOldMetricsAndEvents) {
+  const fs::path run = dir_ / "run";
+  {
+    RunEnv env;
+    ASSERT_EQ(run_training(small_config(data_, run), env).status, RunOutcome::Status::done);
+  }
+  std::ofstream(run / "events.out.tfevents.1.old.frugal") << "old";
+  TrainConfig c = small_config(data_, run);
+  c.fresh = true;
+  c.epochs = 1;
+  RunEnv env;
+  ASSERT_EQ(run_training(c, env).status, RunOutcome::Status::done);
+  EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 1u) << "the old run's lines are still there";
+  EXPECT_FALSE(fs::exists(run / "events.out.tfevents.1.old.frugal"));
+}
+
+TEST_F(RunTest, OneClassIsRefusedAsBadInput) {
+  TempDir one;
+  const fs::path data = make_archive(one.path(), 1);
+  const fs::path run = dir_ / "run";
+  RunEnv env;
+  try {
+    run_training(small_config(data, run), env);
+    FAIL() << "trained on one class";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid);
+    EXPECT_NE(std::string(e.what()).find("at least 2 classes"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(run));
+}
+
+}  // namespace
+}  // namespace frugal
