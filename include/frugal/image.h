@@ -2,8 +2,9 @@
 //
 // Decoders: JPEG through TurboJPEG (baseline, progressive, grayscale, CMYK/YCCK; DCT scaling when
 // the caller can use a smaller image) and, for crops, libjpeg's cropped + DCT-scaled decoding;
-// PNG through libspng (gray, palette, alpha, 16-bit). The format is decided by the magic bytes,
-// never by the file name. Every decoder checks the pixel limit on the header, before it allocates.
+// PNG through libspng (gray, palette, alpha, 16-bit), which also encodes. The format is decided
+// by the magic bytes, never by the file name. Every decoder checks the pixel limit on the header,
+// before it allocates.
 //
 // Transforms follow torchvision: random-resized-crop (with its 10-try fallback), padded random
 // crop, horizontal flip, resize of the shorter side + center crop; resizing is bilinear with
@@ -69,6 +70,16 @@ void decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& opti
                   const std::string& where, Image& out);
 Image decode_image(std::span<const std::uint8_t> bytes, const DecodeOptions& options,
                    const std::string& where);
+
+// PNG (libspng, 8-bit): `pixels` are `height` rows of width*channels bytes, channels 1 (gray) or
+// 3 (RGB). The same pixels give the same bytes. Error(usage) for a buffer of another size,
+// Error(io) when libspng fails.
+std::vector<std::uint8_t> encode_png(std::span<const std::uint8_t> pixels, std::uint32_t width, std::uint32_t height,
+                                     int channels);
+inline std::vector<std::uint8_t> encode_png(const Image& image) {
+  return encode_png(image.pixels, static_cast<std::uint32_t>(image.width), static_cast<std::uint32_t>(image.height),
+                    image.channels);
+}
 
 // 1 -> 3 channels (replicate) or 3 -> 1 (ITU-R 601 luma, as PIL's convert("L")).
 void convert_channels(const Image& in, int channels, Image& out);

@@ -1,6 +1,5 @@
 #include "archive/mnist_idx.h"
 
-#include <spng.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -253,26 +252,6 @@ std::vector<std::string> default_class_names(const std::filesystem::path& images
     names.push_back(std::string(width - s.size(), '0') + s);
   }
   return names;
-}
-
-std::vector<std::uint8_t> encode_png_gray(const std::uint8_t* pixels, std::uint32_t width, std::uint32_t height) {
-  std::unique_ptr<spng_ctx, void (*)(spng_ctx*)> ctx(spng_ctx_new(SPNG_CTX_ENCODER), spng_ctx_free);
-  if (!ctx) throw Error(ErrorKind::io, "libspng: cannot create an encoder (out of memory?)");
-  spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
-  spng_ihdr ihdr{};
-  ihdr.width = width;
-  ihdr.height = height;
-  ihdr.bit_depth = 8;
-  ihdr.color_type = SPNG_COLOR_TYPE_GRAYSCALE;
-  int err = spng_set_ihdr(ctx.get(), &ihdr);
-  if (!err)
-    err = spng_encode_image(ctx.get(), pixels, std::size_t(width) * height, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
-  std::size_t len = 0;
-  void* buf = err ? nullptr : spng_get_png_buffer(ctx.get(), &len, &err);
-  if (!buf || err) throw Error(ErrorKind::io, std::string("libspng: PNG encoding failed: ") + spng_strerror(err));
-  std::vector<std::uint8_t> out(static_cast<std::uint8_t*>(buf), static_cast<std::uint8_t*>(buf) + len);
-  std::free(buf);
-  return out;
 }
 
 }  // namespace frugal

@@ -42,7 +42,4 @@ IdxSet find_idx_set(const std::filesystem::path& src, const std::string& wanted)
 // that sorted order keeps label order.
 std::vector<std::string> default_class_names(const std::filesystem::path& images, std::size_t classes);
 
-// One 8-bit grayscale image as PNG (libspng).
-std::vector<std::uint8_t> encode_png_gray(const std::uint8_t* pixels, std::uint32_t width, std::uint32_t height);
-
 }  // namespace frugal

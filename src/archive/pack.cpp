@@ -11,6 +11,7 @@
 #include "archive/zip_writer.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
+#include "frugal/image.h"
 #include "frugal/progress.h"
 
 namespace frugal {
@@ -172,7 +173,7 @@ Plan plan_idx(const std::filesystem::path& src, const PackOptions& opt) {
   plan.make = [images, order, level = opt.level](std::size_t k) {
     const auto& [name, i] = (*order)[k];
     const std::size_t pixels = std::size_t(images->rows) * images->cols;
-    auto png = encode_png_gray(images->pixels.data() + pixels * i, images->cols, images->rows);
+    auto png = encode_png({images->pixels.data() + pixels * i, pixels}, images->cols, images->rows, 1);
     return prepare_entry(name, std::move(png), level);
   };
   return plan;

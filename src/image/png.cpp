@@ -1,7 +1,8 @@
-// PNG through libspng. Alpha is dropped (not composited), palettes expanded and 16-bit samples
-// reduced to their high byte, as PIL's convert("RGB") does.
+// PNG through libspng. Decoding: alpha is dropped (not composited), palettes expanded and 16-bit
+// samples reduced to their high byte, as PIL's convert("RGB") does. Encoding: 8-bit gray or RGB.
 #include <spng.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -87,3 +88,34 @@ void png_decode(std::span<const std::uint8_t> bytes, const DecodeOptions& option
 }
 
 }  // namespace frugal::detail
+
+namespace frugal {
+
+std::vector<std::uint8_t> encode_png(std::span<const std::uint8_t> pixels, std::uint32_t width, std::uint32_t height,
+                                     int channels) {
+  if (channels != 1 && channels != 3)
+    fail(ErrorKind::usage, "encode_png", "1 (gray) or 3 (RGB) channels", std::to_string(channels), "");
+  const std::uint64_t want = checked_mul(checked_mul(std::uint64_t{width}, std::uint64_t{height}, "a PNG image"),
+                                         static_cast<std::uint64_t>(channels), "a PNG image");
+  if (pixels.size() != want)
+    fail(ErrorKind::usage, "encode_png", std::to_string(want) + " bytes for " + std::to_string(width) + "x" +
+         std::to_string(height) + "x" + std::to_string(channels), std::to_string(pixels.size()), "");
+  detail::Ctx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
+  if (!ctx) throw Error(ErrorKind::io, "libspng: cannot create an encoder (out of memory?)");
+  spng_set_option(ctx.get(), SPNG_ENCODE_TO_BUFFER, 1);
+  spng_ihdr ihdr{};
+  ihdr.width = width;
+  ihdr.height = height;
+  ihdr.bit_depth = 8;
+  ihdr.color_type = channels == 1 ? SPNG_COLOR_TYPE_GRAYSCALE : SPNG_COLOR_TYPE_TRUECOLOR;
+  int err = spng_set_ihdr(ctx.get(), &ihdr);
+  if (!err) err = spng_encode_image(ctx.get(), pixels.data(), pixels.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
+  std::size_t len = 0;
+  void* buf = err ? nullptr : spng_get_png_buffer(ctx.get(), &len, &err);
+  if (!buf || err) throw Error(ErrorKind::io, std::string("libspng: PNG encoding failed: ") + spng_strerror(err));
+  std::vector<std::uint8_t> out(static_cast<std::uint8_t*>(buf), static_cast<std::uint8_t*>(buf) + len);
+  std::free(buf);
+  return out;
+}
+
+}  // namespace frugal

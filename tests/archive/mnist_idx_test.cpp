@@ -4,6 +4,7 @@
 
 #include "archive/mnist_idx.h"
 #include "frugal/error.h"
+#include "frugal/image.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -94,7 +95,7 @@ TEST(Idx, FashionNamesOnlyForFashionMnistWithTenClasses) {
 
 TEST(Idx, PngEncoderWritesAValidSignature) {
   std::uint8_t px[6] = {0, 50, 100, 150, 200, 250};
-  auto png = encode_png_gray(px, 3, 2);
+  auto png = encode_png(px, 3, 2, 1);
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(std::string(png.begin() + 1, png.begin() + 4), "PNG");
 }

@@ -8,6 +8,7 @@
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/hash.h"
+#include "frugal/image.h"
 #include "frugal/pack.h"
 #include "frugal/split.h"
 
@@ -41,7 +42,7 @@ int py(const std::string& code, const fs::path& zip) {
 
 void make_folder_dataset(const fs::path& src) {
   std::uint8_t px[4] = {1, 2, 3, 4};
-  auto png = encode_png_gray(px, 2, 2);
+  auto png = encode_png(px, 2, 2, 1);
   write(src / "cat" / "b.png", std::string(png.begin(), png.end()));
   write(src / "cat" / "a.txt", std::string(4000, 'x'));
   write(src / "dog" / "c.jpg", "\xff\xd8\xff\xe0" + std::string(100, 'j'));

@@ -142,4 +142,25 @@ TEST(Image, ANegativeSideIsRefusedNotWrappedIntoAHugeSize) {
   EXPECT_EQ(img.pixels.size(), 24u);
 }
 
+// encode_png (IDX packs write their images with it): gray and RGB come back pixel for pixel, the
+// same pixels give the same bytes, and a buffer of the wrong size is the caller's mistake.
+TEST(EncodePng, GrayAndRgbRoundTripThroughTheDecoder) {
+  for (int c : {1, 3}) {
+    Image img;
+    img.resize(31, 17, c);
+    for (std::size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<std::uint8_t>(i * 13 + c);
+    const std::vector<std::uint8_t> png = encode_png(img);
+    EXPECT_EQ(sniff_format(png), ImageFormat::png);
+    Image back = decode_image(png, {}, "encoded.png");
+    EXPECT_EQ(back.width, 31);
+    EXPECT_EQ(back.height, 17);
+    EXPECT_EQ(back.channels, c);
+    EXPECT_EQ(back.pixels, img.pixels);
+    EXPECT_EQ(encode_png(img.pixels, 31, 17, c), png);
+  }
+  std::vector<std::uint8_t> px(6);
+  EXPECT_THROW(encode_png(px, 3, 3, 1), Error);
+  EXPECT_THROW(encode_png(px, 1, 3, 2), Error);
+}
+
 }  // namespace
