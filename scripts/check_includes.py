@@ -31,6 +31,7 @@ import tempfile
 OWNERS = {
     "checked.h": "util",  # header-only overflow-checked arithmetic
     "onnx.h": "compress",  # compress/onnx_export.cpp
+    "oom.h": "data",  # header-only: out-of-memory recognition and retry, for data and train
     "version.h": "util",  # generated into the build folder
 }
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
@@ -337,7 +338,7 @@ def main():
     problems = check(root)
     if problems:
         print(f"check_includes: {len(problems)} include(s) break the layering (CONTRIBUTING.md, "
-              "'Layers and dependencies')")
+              "'Dependency rules')")
         return 1
     print("check_includes: every include follows the declared dependencies")
     return 0

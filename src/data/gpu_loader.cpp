@@ -9,10 +9,10 @@
 #include <mutex>
 
 #include "data/batch_queue.h"
-#include "data/oom.h"
+#include "frugal/oom.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 #if FRUGAL_WITH_NVJPEG
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -20,9 +20,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "gpu/cuda_util.h"
-#include "gpu/jpeg_decoder.h"
-#include "gpu/resize_kernel.h"
+#include "frugal/gpu/cuda_util.h"
+#include "frugal/gpu/jpeg_decoder.h"
+#include "frugal/gpu/resize_kernel.h"
 #endif
 
 namespace frugal {

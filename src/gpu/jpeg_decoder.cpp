@@ -1,5 +1,5 @@
 #if FRUGAL_WITH_NVJPEG
-#include "gpu/jpeg_decoder.h"
+#include "frugal/gpu/jpeg_decoder.h"
 
 #include <nvjpeg.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "frugal/error.h"
-#include "gpu/cuda_util.h"
+#include "frugal/gpu/cuda_util.h"
 
 namespace frugal::gpu {
 namespace {

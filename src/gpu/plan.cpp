@@ -1,4 +1,4 @@
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 #include <vector>
 

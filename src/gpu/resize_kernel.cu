@@ -2,8 +2,8 @@
 // row (blockIdx.y) is one image and blocks stride over its pixels.
 #include <cuda_fp16.h>
 
-#include "gpu/cuda_util.h"
-#include "gpu/resize_kernel.h"
+#include "frugal/gpu/cuda_util.h"
+#include "frugal/gpu/resize_kernel.h"
 
 namespace frugal::gpu {
 namespace {

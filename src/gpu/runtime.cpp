@@ -1,5 +1,5 @@
 // What the machine offers (probe_gpu) and the CUDA runtime helpers.
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 #include <elf.h>
 #include <link.h>
@@ -11,7 +11,7 @@
 #include "frugal/fs.h"
 
 #if FRUGAL_WITH_CUDA
-#include "gpu/cuda_util.h"
+#include "frugal/gpu/cuda_util.h"
 #endif
 
 namespace frugal::gpu {

@@ -15,7 +15,7 @@
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "frugal/units.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 namespace frugal {
 

@@ -14,7 +14,7 @@
 #include "frugal/progress.h"
 #include "frugal/evaluate.h"
 #include "frugal/train.h"
-#include "data/oom.h"
+#include "frugal/oom.h"
 #include "train/device.h"
 
 namespace frugal {

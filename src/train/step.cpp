@@ -8,7 +8,7 @@
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
-#include "data/oom.h"
+#include "frugal/oom.h"
 #include "train/device.h"
 
 namespace frugal {

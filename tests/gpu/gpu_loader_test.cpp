@@ -7,7 +7,7 @@
 #include "frugal/archive.h"
 #include "frugal/error.h"
 #include "frugal/gpu_loader.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 namespace frugal {
 namespace {

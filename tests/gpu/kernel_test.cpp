@@ -5,12 +5,12 @@
 #include <cmath>
 
 #include "gpu/gpu_test_util.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 #if FRUGAL_WITH_CUDA
 #include <cuda_runtime_api.h>
 
-#include "gpu/resize_kernel.h"
+#include "frugal/gpu/resize_kernel.h"
 #endif
 
 namespace frugal {

@@ -9,7 +9,7 @@
 
 #include "frugal/error.h"
 #include "gpu/gpu_test_util.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 
 namespace frugal {
 namespace {

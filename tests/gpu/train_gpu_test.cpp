@@ -20,7 +20,7 @@
 #include "frugal/gpu_loader.h"
 #include "frugal/models.h"
 #include "frugal/train.h"
-#include "gpu/plan.h"
+#include "frugal/gpu/plan.h"
 #include "train/device.h"
 
 namespace frugal {

@@ -6,7 +6,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "data/oom.h"
+#include "frugal/oom.h"
 #include "frugal/error.h"
 #include "frugal/train.h"
 

@@ -7,7 +7,7 @@
 
 #include "frugal/doctor.h"
 #include "frugal/image.h"
-#include "gpu/resize_math.h"
+#include "frugal/gpu/resize_math.h"
 
 namespace frugal::gpu {
 

@@ -3,7 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "gpu/resize_math.h"
+#include "frugal/gpu/resize_math.h"
 
 namespace frugal::gpu {
 
