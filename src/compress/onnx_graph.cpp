@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "frugal/version.h"
-#include "util/protobuf.h"
+#include "frugal/protobuf.h"
 
 namespace frugal::onnx {
 

@@ -1,4 +1,4 @@
-// An ONNX graph under construction, serialized with frugal's protobuf encoder (util/protobuf.h).
+// An ONNX graph under construction, serialized with frugal's protobuf encoder (frugal/protobuf.h).
 // Torch-free: initializers are plain float arrays. Field numbers follow onnx/onnx.proto (IR 8).
 #pragma once
 

@@ -3,11 +3,9 @@
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <chrono>
 
-#include "frugal/error.h"
-#include "util/protobuf.h"
+#include "frugal/protobuf.h"
 
 namespace frugal {
 namespace {
@@ -20,10 +18,6 @@ std::array<std::uint32_t, 256> make_table() {
     t[i] = c;
   }
   return t;
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -50,23 +44,23 @@ std::string tf_record(std::string_view data) {
   return out;
 }
 
-EventWriter::EventWriter(const std::filesystem::path& dir) {
+double EventWriter::now_seconds() const {
+  return std::chrono::duration<double>(env_.wall_now().time_since_epoch()).count();
+}
+
+EventWriter::EventWriter(const std::filesystem::path& dir, Env& env) : env_(env) {
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
   auto secs = static_cast<long long>(now_seconds());
   path_ = dir / ("events.out.tfevents." + std::to_string(secs) + "." + host + ".frugal");
-  file_ = std::fopen(path_.c_str(), "ab");
-  if (!file_) fail_errno("cannot create the TensorBoard event file", path_.string(), errno);
+  file_ = env_.new_appendable_file(path_);
   pb::Writer ev;
   ev.float64(1, now_seconds());
   ev.string(3, "brain.Event:2");
   write(ev.data());
-  flush();
 }
 
-EventWriter::~EventWriter() {
-  if (file_) std::fclose(file_);
-}
+EventWriter::~EventWriter() = default;
 
 void EventWriter::scalar(const std::string& tag, float value, std::int64_t step) {
   pb::Writer v;
@@ -81,14 +75,10 @@ void EventWriter::scalar(const std::string& tag, float value, std::int64_t step)
   write(ev.data());
 }
 
-void EventWriter::flush() {
-  if (std::fflush(file_) != 0) fail_errno("cannot write the TensorBoard event file", path_.string(), errno);
-}
+void EventWriter::flush() {}
 
 void EventWriter::write(const std::string& event) {
-  std::string rec = tf_record(event);
-  if (std::fwrite(rec.data(), 1, rec.size(), file_) != rec.size())
-    fail_errno("cannot write the TensorBoard event file", path_.string(), errno);
+  file_->append(tf_record(event));  // one append per record: whole or not at all (env.h)
 }
 
 }  // namespace frugal

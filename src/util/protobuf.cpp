@@ -1,4 +1,4 @@
-#include "util/protobuf.h"
+#include "frugal/protobuf.h"
 
 #include <bit>
 #include <cstring>
