@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "frugal/env.h"
 #include "frugal/models.h"
 
 namespace frugal {
@@ -15,7 +16,8 @@ namespace frugal {
 // options). Throws Error(unsupported) for an architecture without a graph builder.
 std::string onnx_model_bytes(const ModelInfo& info, Model& model);
 
-// Writes onnx_model_bytes() to `out` crash-safely.
-void export_onnx(const ModelInfo& info, Model& model, const std::filesystem::path& out);
+// Writes onnx_model_bytes() to `out` crash-safely through `env`: a failed write leaves what was
+// at `out` before untouched.
+void export_onnx(const ModelInfo& info, Model& model, const std::filesystem::path& out, Env& env = Env::real());
 
 }  // namespace frugal

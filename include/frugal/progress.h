@@ -8,12 +8,15 @@
 #include <mutex>
 #include <string>
 
+#include "frugal/env.h"
+
 namespace frugal {
 
 class Progress {
  public:
   enum class Unit { bytes, items };
-  Progress(std::string label, std::uint64_t total, Unit unit = Unit::bytes);
+  // Rates and ETA come from `env`'s steady clock.
+  Progress(std::string label, std::uint64_t total, Unit unit = Unit::bytes, Env& env = Env::real());
   ~Progress();
   void advance(std::uint64_t n);
   void finish();
@@ -22,12 +25,13 @@ class Progress {
 
  private:
   void draw(bool final);
+  Env& env_;
   std::string label_;
   std::uint64_t total_;
   Unit unit_;
   std::atomic<std::uint64_t> done_{0};
   std::mutex mu_;
-  std::chrono::steady_clock::time_point start_, last_draw_;
+  Env::SteadyTime start_, last_draw_;
   bool tty_, finished_ = false;
 };
 

@@ -231,8 +231,8 @@ std::string onnx_model_bytes(const ModelInfo& info, Model& model) {
   return b.g.serialize("frugal_" + info.name, metadata);
 }
 
-void export_onnx(const ModelInfo& info, Model& model, const std::filesystem::path& out) {
-  write_file_atomic(out, onnx_model_bytes(info, model));
+void export_onnx(const ModelInfo& info, Model& model, const std::filesystem::path& out, Env& env) {
+  write_file_atomic(env, out, onnx_model_bytes(info, model));
 }
 
 }  // namespace frugal

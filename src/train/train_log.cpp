@@ -9,12 +9,12 @@
 
 namespace frugal {
 
-TrainLog::TrainLog(bool quiet)
-    : quiet_(quiet || Progress::quiet()), tty_(isatty(STDERR_FILENO) != 0),
-      start_(std::chrono::steady_clock::now()), last_line_(start_) {}
+TrainLog::TrainLog(bool quiet, Env& env)
+    : env_(env), quiet_(quiet || Progress::quiet()), tty_(isatty(STDERR_FILENO) != 0),
+      start_(env_.steady_now()), last_line_(start_) {}
 
 double TrainLog::images_per_second() const {
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double s = std::chrono::duration<double>(env_.steady_now() - start_).count();
   return s > 0 ? static_cast<double>(images_) / s : 0.0;
 }
 
@@ -23,7 +23,7 @@ void TrainLog::step(std::int64_t step, std::int64_t total, std::int64_t epoch, c
   images_ += r.samples;
   ema_loss_ = ema_loss_ < 0 ? r.loss : 0.95 * ema_loss_ + 0.05 * r.loss;
   if (quiet_) return;
-  auto now = std::chrono::steady_clock::now();
+  auto now = env_.steady_now();
   double since = std::chrono::duration<double>(now - last_line_).count();
   if (since < (tty_ ? 0.2 : 10.0) && step != total) return;
   last_line_ = now;
@@ -58,7 +58,7 @@ void TrainLog::done() {
   if (quiet_) return;
   if (bar_open_) std::fputc('\n', stderr);
   bar_open_ = false;
-  auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_);
+  auto secs = std::chrono::duration_cast<std::chrono::seconds>(env_.steady_now() - start_);
   std::fprintf(stderr, "done in %s\n", format_duration(secs).c_str());
 }
 

@@ -22,9 +22,9 @@ void note(const std::string& line) {
   if (!g_quiet) std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-Progress::Progress(std::string label, std::uint64_t total, Unit unit)
-    : label_(std::move(label)), total_(total), unit_(unit),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_), tty_(::isatty(2) == 1) {}
+Progress::Progress(std::string label, std::uint64_t total, Unit unit, Env& env)
+    : env_(env), label_(std::move(label)), total_(total), unit_(unit),
+      start_(env_.steady_now()), last_draw_(start_), tty_(::isatty(2) == 1) {}
 
 Progress::~Progress() {
   if (!finished_ && tty_ && !g_quiet) std::fprintf(stderr, "\n");
@@ -32,7 +32,7 @@ Progress::~Progress() {
 
 void Progress::advance(std::uint64_t n) {
   done_ += n;
-  auto now = std::chrono::steady_clock::now();
+  auto now = env_.steady_now();
   auto period = tty_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5000);
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock() || now - last_draw_ < period) return;
@@ -49,7 +49,7 @@ void Progress::finish() {
 
 void Progress::draw(bool final) {
   if (g_quiet) return;
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double secs = std::chrono::duration<double>(env_.steady_now() - start_).count();
   std::uint64_t done = done_;
   double rate = secs > 0 ? done / secs : 0;
   std::string line = label_ + ": " + amount(done, unit_);
