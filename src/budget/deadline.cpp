@@ -1,3 +1,4 @@
+#include <cmath>
 #include <ctime>
 #include <regex>
 
@@ -84,7 +85,7 @@ void Deadline::check_time_left() const {
        "time for at least one step and a save (more than " +
            format_duration(std::chrono::seconds(static_cast<long long>(margin(0)))) + ")",
        left <= 0 ? std::string("a deadline that passed before training could start")
-                 : "a deadline " + format_duration(std::chrono::seconds(static_cast<long long>(total))) + " away",
+                 : "a deadline " + format_duration(std::chrono::seconds(std::llround(total))) + " away",
        "give a later deadline; nothing was changed");
 }
 

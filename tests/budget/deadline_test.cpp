@@ -88,6 +88,38 @@ TEST(SignalGuardDeathTest, SecondSignalExitsAtOnceWith75) {
       ::testing::ExitedWithCode(75), "second signal");
 }
 
+TEST(DeadlineSpec, KeepsTheTextAndParsesBeforeAnyClockIsRead) {
+  auto d = DeadlineSpec::parse("7h30m");
+  EXPECT_EQ(d.text, "7h30m");
+  ASSERT_TRUE(d.after);
+  EXPECT_EQ(d.after->count(), 27000);
+  auto c = DeadlineSpec::parse("17:45");
+  EXPECT_FALSE(c.after);
+  EXPECT_EQ(c.hour, 17);
+  EXPECT_EQ(c.minute, 45);
+  FaultEnv env;
+  env.advance(100);
+  EXPECT_DOUBLE_EQ(Deadline::start(d, env).remaining_seconds(), 27000);  // counted from start()
+}
+
+TEST(Deadline, TimeLeftRefusesADeadlineNoLongerThanTheMarginOrPassed) {
+  FaultEnv env;
+  for (const char* text : {"1s", "0s"}) {
+    auto d = Deadline::parse(text, env);
+    try {
+      d.check_time_left();
+      ADD_FAILURE() << text << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::budget);
+      EXPECT_NE(std::string(e.what()).find("nothing was changed"), std::string::npos) << e.what();
+    }
+  }
+  auto ok = Deadline::parse("10s", env);
+  EXPECT_NO_THROW(ok.check_time_left());
+  env.advance(10);  // passed while the run was getting ready
+  EXPECT_THROW(ok.check_time_left(), Error);
+}
+
 TEST(SignalGuard, RestoresPreviousHandlers) {
   { SignalGuard guard; }
   struct sigaction sa {};
