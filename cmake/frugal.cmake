@@ -1,6 +1,6 @@
 # frugal_library(NAME [TORCH] [DIR SUBDIR] DEPS ...): a static library from src/NAME/*.cpp (or
 # src/SUBDIR/*.cpp: a torch-free part of a subsystem, e.g. checkpoint/files), public headers from
-# include/, private ones from src/.
+# include/, private ones from its own folder only (frugal_private_includes).
 function(frugal_library name)
   cmake_parse_arguments(ARG "TORCH" "DIR" "DEPS" ${ARGN})
   if(NOT ARG_DIR)
@@ -13,8 +13,8 @@ function(frugal_library name)
   endif()
   add_library(frugal_${name} STATIC ${_srcs})
   target_include_directories(frugal_${name}
-    PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include
-    PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include)
+  frugal_private_includes(frugal_${name} ${ARG_DIR})
   target_link_libraries(frugal_${name} PUBLIC ${ARG_DEPS} Threads::Threads)
   target_compile_options(frugal_${name} PRIVATE -Wall -Wextra)
   if(ARG_TORCH)
@@ -22,6 +22,19 @@ function(frugal_library name)
     frugal_torch_pch(frugal_${name})
     frugal_torch_unity(frugal_${name})
   endif()
+endfunction()
+
+# frugal_private_includes(TARGET DIR): TARGET's private include path is src/DIR and nothing else of
+# src/, so another library's private header does not compile ("gpu/plan.h" in data: make it public
+# in include/frugal/ instead; CONTRIBUTING.md, scripts/check_includes.py). The sources keep naming
+# their own private headers "DIR/x.h": the path is a folder of the build holding one link,
+# DIR -> src/DIR. Tests, benchmarks and fuzz targets may still see all of src/.
+function(frugal_private_includes target dir)
+  set(_root ${CMAKE_BINARY_DIR}/private/${target})
+  get_filename_component(_parent ${_root}/${dir} DIRECTORY)
+  file(MAKE_DIRECTORY ${_parent})
+  file(CREATE_LINK ${CMAKE_SOURCE_DIR}/src/${dir} ${_root}/${dir} SYMBOLIC)
+  target_include_directories(${target} PRIVATE ${_root})
 endfunction()
 
 # Files that include <torch/torch.h> cost ~20-30 s each; one precompiled header serves them all.

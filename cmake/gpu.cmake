@@ -57,9 +57,8 @@ if(FRUGAL_CUDA)
   list(APPEND _gpu_srcs ${_gpu_cu})
 endif()
 add_library(frugal_gpu STATIC ${_gpu_srcs})
-target_include_directories(frugal_gpu
-  PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include
-  PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_include_directories(frugal_gpu PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include)
+frugal_private_includes(frugal_gpu gpu)
 target_link_libraries(frugal_gpu PUBLIC frugal_image frugal_util Threads::Threads)
 target_compile_options(frugal_gpu PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
 if(FRUGAL_CUDA)
