@@ -1,4 +1,6 @@
-// frugal eval CKPT --data ARCHIVE [--json]
+// frugal eval CKPT --data ARCHIVE [--max-pixels N] [--max-bad-fraction F] [--json]
+#include <cmath>
+
 #include "cli.h"
 #include "commands.h"
 #include "frugal/compress.h"
@@ -6,6 +8,7 @@
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
+#include "frugal/units.h"
 
 namespace frugal::cli {
 
@@ -14,17 +17,22 @@ int cmd_eval(int argc, char** argv) {
   std::string ckpt, data, label_pattern;
   int batch_size = 256, workers = 2;
   bool json = false;
+  DatasetOptions d;
   app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder (its best.safetensors)")->required();
   app.add_option("--data", data, "archive to evaluate on (the model's class names, all or some of them)")->required();
   app.add_option("--label-pattern", label_pattern, "regex with one capture group for labels in file names");
-  app.add_option("--batch-size", batch_size, "images per forward pass");
-  app.add_option("--workers", workers, "decode threads");
+  app.add_option("--batch-size", batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
+  app.add_option("--workers", workers, "decode threads")->capture_default_str()->check(at_least(1));
+  // The advice of the bad-image limit names these (a test set with a few broken files of many).
+  app.add_option("--max-pixels", d.max_pixels, "larger images count as undecodable (decompression bombs)")
+      ->capture_default_str()->check(at_least(1));
+  app.add_option("--max-bad-fraction", d.max_bad_fraction, "stop when more than this fraction of images is undecodable")
+      ->capture_default_str()->check(number_in(0, 1));
   app.add_flag("--json", json, "print {accuracy, loss, per_class} as JSON on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
   auto loaded = load_model_any(ckpt);
-  DatasetOptions d;
   d.label_pattern = label_pattern;
   d.channels = loaded.info.channels;
   auto dataset = Dataset::open(data, d);
@@ -49,10 +57,10 @@ int cmd_eval(int argc, char** argv) {
     if (!match.absent.empty()) doc["absent_classes"] = match.absent;
     print_json(doc);
   } else {
-    note("accuracy " + std::to_string(100.0 * r.accuracy) + "% loss " + std::to_string(r.loss) + " on " +
-         std::to_string(r.samples) + " images");
+    note("accuracy " + format_percent(r.accuracy) + " loss " + std::to_string(r.loss) + " on " +
+         count_of(r.samples, "image"));
     for (std::size_t i = 0; i < r.per_class.size(); ++i)
-      note("  " + classes[i] + ": " + std::to_string(100.0 * r.per_class[i]) + "%");
+      note("  " + classes[i] + ": " + (std::isnan(r.per_class[i]) ? "no images read" : format_percent(r.per_class[i])));
   }
   return 0;
 }
