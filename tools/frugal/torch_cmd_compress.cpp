@@ -57,25 +57,26 @@ int cmd_compress(int argc, char** argv) {
   app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder")->required();
   app.add_option("-o,--output", out, "the compressed model file to write (.safetensors)")->required();
   app.add_option("--prune", prune, "fraction of convolution/linear weights to zero, by magnitude (0..1)")
-      ->check(CLI::Range(0.0, 0.999));
+      ->check(number_in(0, 0.999));
   app.add_option("--prune-scope", scope, "global (default): one magnitude threshold over all layers; layer: the fraction in each layer (harsh on small layers: 50% per layer costs the Fashion cnn 50 points, 50% global half a point)")
       ->check(CLI::IsMember({"layer", "global"}));
   app.add_option("--quantize", quantize, "int8 (per-channel, symmetric) or fp16 weights")
       ->check(CLI::IsMember({"none", "int8", "fp16"}));
   app.add_option("--finetune-epochs", finetune_epochs, "epochs of fine-tuning after pruning (masks kept fixed)")
-      ->check(CLI::Range(0, 1000));
+      ->check(integer_in(0, 1000));
   app.add_option("--data", data, "archive to measure accuracy before and after on");
   app.add_option("--finetune-data", finetune_data, "archive to fine-tune on (default: --data)");
   double finetune_lr = 1e-4;
   int batch_size = 64;
-  app.add_option("--finetune-lr", finetune_lr, "fine-tuning learning rate (default 1e-4)");
-  app.add_option("--batch-size", batch_size, "fine-tuning batch size (default 64)")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--finetune-lr", finetune_lr, "fine-tuning learning rate (default 1e-4)")
+      ->check(number_at_least(0, /*exclusive=*/true));
+  app.add_option("--batch-size", batch_size, "fine-tuning batch size (default 64)")->check(integer_in(1, 1 << 16));
   app.add_flag("--json", json, "print a JSON report on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
   if (prune == 0 && quantize == "none")
-    fail(ErrorKind::usage, "frugal compress", "--prune FRACTION and/or --quantize int8|fp16", "neither",
+    fail(ErrorKind::usage, "", "--prune FRACTION and/or --quantize int8|fp16", "neither",
          "e.g. --prune 0.5 --quantize int8");
   if (finetune_data.empty()) finetune_data = data;
   if (finetune_epochs > 0 && (prune == 0 || finetune_data.empty()))
@@ -147,10 +148,10 @@ int cmd_compress(int argc, char** argv) {
                format_size(input.bytes).c_str());
   std::fprintf(stderr, "%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
   if (acc_before)
-    std::fprintf(stderr, "%-10s %14s %14s   (%+.2f points, %llu images)\n", "accuracy",
+    std::fprintf(stderr, "%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy",
                  percent(acc_before->accuracy).c_str(), percent(acc_after->accuracy).c_str(),
                  100.0 * (acc_after->accuracy - acc_before->accuracy),
-                 static_cast<unsigned long long>(acc_before->images));
+                 count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());
   note("wrote " + out);
   return 0;
 }
