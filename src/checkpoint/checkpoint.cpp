@@ -6,6 +6,7 @@
 
 #include "frugal/error.h"
 #include "frugal/fs.h"
+#include "frugal/input_path.h"
 #include "checkpoint/internal.h"
 
 namespace fs = std::filesystem;
@@ -253,14 +254,17 @@ Checkpoint base_from_parsed(const fs::path& path, ParsedFile parsed) {
 Checkpoint load_checkpoint(const fs::path& path) { return load_checkpoint_file(path).ckpt; }
 
 fs::path resolve_ckpt(const fs::path& ckpt) {
+  // A missing path or a typo gets the answer every command gives for an input (exit 2, a near name).
+  check_input(ckpt, InputKind::checkpoint);
   std::error_code ec;
   if (fs::is_directory(ckpt, ec)) {
     if (fs::exists(ckpt / kBestFile, ec)) return ckpt / kBestFile;
     fail(ErrorKind::usage, ckpt.string(), "a run folder holding " + std::string(kBestFile), "none",
          "give a checkpoint file, or train until the first checkpoint is saved");
   }
-  if (!fs::exists(ckpt, ec))
-    fail(ErrorKind::usage, ckpt.string(), "a checkpoint file or run folder", "nothing at that path", "check the path");
+  if (!fs::is_regular_file(ckpt, ec))  // a pipe or device would block or feed the loader garbage
+    fail(ErrorKind::usage, ckpt.string(), input_kind_name(InputKind::checkpoint),
+         "a special file (a device, pipe or socket)", "give a regular file");
   return ckpt;
 }
 

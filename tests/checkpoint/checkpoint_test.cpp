@@ -70,6 +70,20 @@ TEST(ResolveCkpt, RunFolderMeansItsBestFile) {
   EXPECT_EQ(load_ckpt_arg(dir.path()).step, 1);
 }
 
+TEST(ResolveCkpt, AMissingPathGetsTheSharedInputAnswer) {
+  TempDir dir;
+  save_checkpoint(dir / "model.safetensors", small_checkpoint(1));
+  try {
+    resolve_ckpt(dir / "modle.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("found no such file or folder"), std::string::npos) << what;
+    EXPECT_NE(what.find("did you mean"), std::string::npos) << what;
+  }
+}
+
 TEST(CheckpointManager, CorruptOrTruncatedNewestFallsBackToThePreviousGoodOne) {
   TempDir dir;
   CheckpointManager m(dir.path(), {});

@@ -9,6 +9,7 @@
 #include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
+#include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
 #include "frugal/units.h"
@@ -42,9 +43,8 @@ int cmd_clean(int argc, char** argv) {
   app.add_flag("--json", json, "one JSON document on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
+  check_input(dir, InputKind::folder);  // the answer every command gives a missing or mistyped path
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::usage, dir, "a folder", fs::exists(dir, ec) ? "a file" : "nothing", "give a workspace folder");
 
   struct Item {
     fs::path path;

@@ -8,6 +8,7 @@
 #include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
+#include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
 #include "frugal/units.h"
@@ -33,9 +34,7 @@ int cmd_du(int argc, char** argv) {
   app.add_flag("--json", json, "one JSON document on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::usage, dir, "a folder", fs::exists(dir, ec) ? "a file" : "nothing", "give a workspace folder");
+  check_input(dir, InputKind::folder);  // the answer every command gives a missing or mistyped path
 
   auto runs = find_run_folders(dir);
   std::optional<std::uint64_t> budget;
