@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "frugal/checkpoint.h"
 #include "frugal/compress.h"
 #include "frugal/error.h"
 #include "frugal/onnx.h"
@@ -24,18 +25,42 @@ int cmd_export(int argc, char** argv) {
   Progress::set_quiet(json);
 
   auto loaded = load_model_any(ckpt);
+  const ModelFileSummary source = summarize_model_file(ckpt);
   export_onnx(loaded.info, *loaded.model, out);
   const auto bytes = std::filesystem::file_size(out);
+  // ONNX gets the weights as the model computes with them, dense float32: a compressed model's
+  // int8/float16 storage and pruning masks do not carry over, so the file can be several times the
+  // input. Said, not left for the user to find by the file size.
+  const bool compressed = !source.compression.is_null();
+  const std::string stored = compressed ? source.compression.value("weights", std::string("float32")) : "float32";
+  const double pruned = compressed ? source.compression.value("prune", 0.0) : 0.0;
   if (json) {
-    print_json({{"output", out}, {"format", format}, {"model", loaded.info.name}, {"bytes", bytes},
-                {"opset", 17}, {"input", {"batch", loaded.info.channels, loaded.info.image_size,
-                                          loaded.info.image_size}}});
-  } else {
-    note("wrote " + out + " (" + format_size(bytes) + "): " + loaded.info.name + ", input (batch, " +
-         std::to_string(loaded.info.channels) + ", " + std::to_string(loaded.info.image_size) + ", " +
-         std::to_string(loaded.info.image_size) + ") float32, output logits over " +
-         std::to_string(loaded.info.classes.size()) + " classes");
+    nlohmann::json doc{{"output", out}, {"format", format}, {"model", loaded.info.name}, {"bytes", bytes},
+                       {"opset", 17}, {"input", {"batch", loaded.info.channels, loaded.info.image_size,
+                                                 loaded.info.image_size}},
+                       {"weights", "float32"},
+                       {"source", {{"file", source.file.string()}, {"bytes", source.bytes},
+                                   {"compressed", compressed}}}};
+    if (compressed) {
+      doc["source"]["weights"] = stored;
+      doc["source"]["prune"] = pruned;
+      doc["note"] = "ONNX receives the dequantized float32 weights, not the compressed form";
+    }
+    print_json(doc);
+    return 0;
   }
+  if (compressed) {
+    std::string what = stored == "float32" ? std::string() : stored + " weights";
+    if (pruned > 0) what += (what.empty() ? "" : ", ") + format_percent(pruned) + " pruned";
+    note("note: " + source.file.string() + " is a compressed model (" + format_size(source.bytes) +
+         (what.empty() ? "" : ": " + what) + "); ONNX receives its weights dequantized to dense float32 " +
+         "(its int8/float16 storage and pruning masks do not carry over), so " + out + " is " +
+         format_size(bytes));
+  }
+  note("wrote " + out + " (" + format_size(bytes) + "): " + loaded.info.name + ", input (batch, " +
+       std::to_string(loaded.info.channels) + ", " + std::to_string(loaded.info.image_size) + ", " +
+       std::to_string(loaded.info.image_size) + ") float32, output logits over " +
+       count_of(loaded.info.classes.size(), "class"));
   return 0;
 }
 
