@@ -192,6 +192,13 @@ struct SizeOption {
 };
 
 // Checkpoint cadence: every N optimizer steps ("50steps") or every DURATION ("10m").
+// The run's total training time, all sessions together ("20h"); `text` is what config.json records.
+struct TimeBudgetOption {
+  std::string text;  // empty: none
+  std::chrono::seconds seconds{0};
+  explicit operator bool() const { return !text.empty(); }
+};
+
 struct SaveEvery {
   std::string text;  // empty: after each epoch only
   std::int64_t steps = 0;
@@ -216,7 +223,7 @@ struct TrainConfig {
   std::int64_t max_pixels = 89478485;
   double max_bad_fraction = 0.01;
   int channels = 0;  // 0: as the data
-  int epochs = 10, batch_size = 64, accum = 1, image_size = 0, workers = 2;
+  int epochs = 10, batch_size = 64, accum = 1, image_size = 0, workers = 2;  // epochs 0: auto (time_budget)
   std::uint64_t seed = 0;
   double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
   double warmup_fraction = 0.02;
@@ -227,6 +234,7 @@ struct TrainConfig {
   SizeOption disk_budget, gpu_memory;
   std::string workspace;
   std::optional<DeadlineSpec> deadline;
+  TimeBudgetOption time_budget;  // with epochs auto: the steps are planned to fit it (docs/formats.md)
   SaveEvery save_every;
   int keep_best = 1, keep_last = 2;
   bool delta = false;  // --delta: checkpoints between full ones store only changes (docs/formats.md)

@@ -19,6 +19,7 @@
 #include "frugal/units.h"
 #include "train/device.h"
 #include "train/events.h"
+#include "train/schedule.h"
 #include "train/train_log.h"
 
 namespace frugal {
@@ -42,7 +43,7 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 // as it was ("nothing was changed"), and a folder this run had to create is removed again.
 class Run {
  public:
-  Run(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()) {}
+  Run(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
   RunOutcome execute();
 
  private:
@@ -64,6 +65,9 @@ class Run {
   void log_write_failed(const char* what, const Error& e);
   RunOutcome stopped();
   bool should_stop(bool eval_due);
+  void start_time_budget();
+  void update_plan(bool after_eval);
+  double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
   void write_config();
 
   TrainConfig c_;  // a copy: --decode auto is resolved in it
@@ -90,6 +94,11 @@ class Run {
   std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
   Env::SteadyTime last_save_;
+  Env::SteadyTime session_start_;  // this session's time counts against a time budget
+  std::optional<TimeBudget> time_budget_;
+  std::optional<Env::SteadyTime> step_end_;  // the last step's end, for the time budget's step cost  // epochs auto: the plan that fits the time budget
+  nlohmann::json saved_plan_;  // the resumed checkpoint's time budget (null: none)
+  std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
 
   std::int64_t start_epoch_ = 0, start_position_ = 0, global_step_ = 0, steps_per_epoch_ = 0, total_steps_ = 0;
@@ -318,6 +327,7 @@ void Run::prepare_resume() {
   start_epoch_ = ck.loader.value("epoch", ck.epoch);
   start_position_ = ck.loader.value("position", std::int64_t{0});
   step_options_.micro_batch = ck.schedule.value("micro_batch", c_.batch_size);
+  if (ck.schedule.contains("time_budget")) saved_plan_ = ck.schedule["time_budget"];
   if (ck.metric_value) last_val_accuracy_ = ck.metric_value;
   note("resuming from " + resume_->file.filename().string() + " (epoch " + std::to_string(start_epoch_ + 1) +
        ", step " + std::to_string(global_step_) + ")");
@@ -346,6 +356,8 @@ void Run::begin_writing() {
   } catch (const Error& e) {
     log_write_failed("the TensorBoard events", e);
   }
+  for (const auto& line : pending_records_) append_metrics(line);
+  pending_records_.clear();
 }
 
 Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const {
@@ -362,6 +374,7 @@ Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position,
   ck.loader = {{"epoch", loader_epoch}, {"position", position}};
   ck.schedule = {{"lr", last_lr_}, {"total_steps", total_steps_}, {"micro_batch", step_->micro_batch()},
                  {"accum", c_.accum * (c_.batch_size / std::max(1, step_->micro_batch()))}};
+  if (time_budget_) ck.schedule["time_budget"] = time_budget_->to_json(session_seconds());
   ck.metrics = last_metrics_;
   ck.config = c_.to_json();
   ck.config["classes"] = classes_;
@@ -465,6 +478,7 @@ void Run::save(const Checkpoint& ckpt, bool wait) {
   double secs = seconds_since(t0, last_save_);
   if (wait) whole_save_seconds_ = std::max(whole_save_seconds_, secs);
   if (deadline_) deadline_->record_save(std::max(secs, whole_save_seconds_));
+  if (time_budget_) time_budget_->record_save(seconds_since(t0, last_save_));
 }
 
 bool Run::should_stop(bool eval_due) {
@@ -486,6 +500,10 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
   epoch_loss_sum_ = 0;
   epoch_loss_samples_ = 0;
   for (;;) {
+    if (time_budget_) {
+      update_plan(false);
+      if (global_step_ >= total_steps_) return true;  // the plan ends here (mid-epoch too): evaluate, save
+    }
     Batches batches;
     std::int64_t next_position = position;
     for (int i = 0; i < c_.accum; ++i) {
@@ -495,24 +513,33 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
       next_position = b->position;
     }
     if (batches.empty()) return true;
-    bool last_of_epoch = step_in_epoch + 1 >= steps_per_epoch_;
+    bool last_of_epoch = step_in_epoch + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
     if (should_stop(last_of_epoch)) {
       save(make_checkpoint(epoch, position, epoch), true);
       return false;
     }
-    last_lr_ = cosine_lr(c_.lr, global_step_, std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)),
-                         total_steps_);
+    last_lr_ = time_budget_ ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
+                            : cosine_lr(c_.lr, global_step_,
+                                        std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
     set_lr(*opt_.optimizer, last_lr_);
     auto t0 = env_.steady_now();
     StepResult r = step_->run(batches);
+    const auto t1 = env_.steady_now();
+    const double step_seconds = seconds_since(t0, t1);
+    // The plan's step cost is all a step takes: waiting for the batch, logging, a cadence save
+    // too, from one step's end to the next (an evaluation's time is its own: see end_of_epoch).
+    if (time_budget_) time_budget_->record_step(seconds_since(step_end_ ? *step_end_ : t0, t1));
+    step_end_ = t1;
     if (deadline_) {
-      deadline_->record_step(seconds_since(t0, env_.steady_now()));
+      deadline_->record_step(step_seconds);
       // The first step of each session measures what one costs: a deadline that cannot hold it
       // and a save is refused now, before the run folder changes (exit 4, nothing was changed).
       if (session_steps_ == 0) deadline_->check_fits_one_step();
     }
     ++session_steps_;
-    begin_writing();
+    // A time budget too short for one epoch is refused at the first plan, a few steps in: until
+    // then nothing is written either.
+    if (!time_budget_ || time_budget_->planned()) begin_writing();
     ++global_step_;
     ++step_in_epoch;
     position = next_position;
@@ -524,17 +551,24 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
     if (global_step_ % 20 == 0 && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
     double since_save = seconds_since(last_save_, env_.steady_now());
     const auto& every = c_.save_every;
-    if ((every.steps > 0 && global_step_ % every.steps == 0) ||
-        (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())))
+    if ((!time_budget_ || time_budget_->planned()) &&
+        ((every.steps > 0 && global_step_ % every.steps == 0) ||
+         (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count()))))
       save(make_checkpoint(epoch, position, epoch), false);
   }
 }
 
 void Run::end_of_epoch(std::int64_t epoch) {
+  // An epoch shorter than the steps timed for the first plan is planned here, before writing.
+  if (time_budget_ && !time_budget_->planned()) {
+    update_plan(true);
+    begin_writing();
+  }
   auto t0 = env_.steady_now();
   EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   double secs = seconds_since(t0, env_.steady_now());
   if (deadline_) deadline_->record_eval(secs);
+  if (time_budget_) time_budget_->record_eval(secs);
   last_val_accuracy_ = e.accuracy;
   nlohmann::json per = e.to_json(classes_)["per_class"];
   // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
@@ -545,7 +579,7 @@ void Run::end_of_epoch(std::int64_t epoch) {
                    {"val_loss", e.loss}, {"val_accuracy", e.accuracy}, {"val_samples", e.samples},
                    {"per_class", per}, {"lr", last_lr_}, {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
-  log_->epoch(epoch, c_.epochs, e);
+  log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
   if (may_write(128, "the TensorBoard events")) {
     log_scalar("val/loss", e.loss);
@@ -560,6 +594,45 @@ void Run::end_of_epoch(std::int64_t epoch) {
     }
   }
   save(make_checkpoint(epoch + 1, 0, epoch + 1), false);
+  if (time_budget_) update_plan(true);
+  step_end_.reset();  // the evaluation and save are not the next step's
+}
+
+// epochs auto: the steps are planned to fit the time budget (train/schedule.h); a resumed run
+// continues the plan its checkpoint holds.
+void Run::start_time_budget() {
+  if (!c_.time_budget)
+    fail(ErrorKind::usage, "epochs auto", "a time budget to plan the steps in", "none",
+         "give the run a time budget (a duration such as 20h), or a number of epochs");
+  TimeBudget::Options o;
+  o.budget = static_cast<double>(c_.time_budget.seconds.count());
+  o.steps_per_epoch = steps_per_epoch_;
+  // An evaluation is a forward pass over the validation images: about a third of a step's work
+  // per image, until one is timed.
+  o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(c_.batch_size * c_.accum) / 3.0;
+  time_budget_.emplace(o);
+  if (!saved_plan_.is_null()) {
+    time_budget_->resume(saved_plan_);
+    if (time_budget_->planned())
+      note("time budget: continuing the plan (revision " + std::to_string(time_budget_->schedule().revision) +
+           "): " + time_budget_->summary(c_.batch_size * c_.accum));
+  }
+  total_steps_ = time_budget_->total_steps();
+}
+
+// Plans once the first steps are timed, re-plans when the budget or the speed changed (see
+// TimeBudget::update); each plan is a line of metrics.jsonl and of the log.
+void Run::update_plan(bool after_eval) {
+  nlohmann::json record = time_budget_->update(global_step_, session_seconds(), after_eval);
+  if (record.is_null()) return;
+  total_steps_ = time_budget_->total_steps();
+  const std::string summary = time_budget_->summary(c_.batch_size * c_.accum);
+  auto& r = record["time_budget"];
+  r["summary"] = summary;
+  const std::string event = r["event"].get<std::string>();
+  note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
+  if (writing_) append_metrics(record.dump() + "\n");
+  else pending_records_.push_back(record.dump() + "\n");
 }
 
 void Run::write_config() {
@@ -632,13 +705,19 @@ RunOutcome Run::train() {
   std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
+  if (c_.epochs == 0) start_time_budget();
+  else if (c_.time_budget)
+    fail(ErrorKind::usage, "a time budget with " + count(c_.epochs, "epoch", "epochs"),
+         "epochs auto: the budget decides how many", std::to_string(c_.epochs) + " epochs",
+         "leave the number of epochs out (or auto) to plan them for the budget, or leave out the budget");
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
-       count(total_steps_, "step", "steps") + " of " + count(c_.batch_size * c_.accum, "image", "images"));
+       (time_budget_ && !time_budget_->planned() ? std::string("steps to fit the time budget (planned once the first are timed), each")
+                                                   : count(total_steps_, "step", "steps")) + " of " + count(c_.batch_size * c_.accum, "image", "images"));
 
-  for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
+  for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
     if (!train_epoch(epoch, position)) return stopped();
     end_of_epoch(epoch);

@@ -132,9 +132,17 @@ std::vector<Row> make_rows() {
          return "";
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.model; }});
-  add({"epochs", nullptr, "passes over the training data", Kind::value, true, false,
-       [](TrainConfig& c, const std::string& t) { return integer(c.epochs, t, 1, kMaxCount); },
-       [](const TrainConfig& c) -> nlohmann::json { return c.epochs; }});
+  add({"epochs", nullptr, "passes over the training data, or auto: as many as fit --time-budget", Kind::value, true,
+       false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t == "auto") {
+           c.epochs = 0;
+           return "";
+         }
+         std::string allowed = integer(c.epochs, t, 1, kMaxCount);
+         return allowed.empty() ? "" : allowed + ", or auto";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.epochs == 0 ? nlohmann::json("auto") : nlohmann::json(c.epochs); }});
   add({"batch_size", nullptr, "micro-batch size", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return integer(c.batch_size, t, 1, kMaxCount); },
        [](const TrainConfig& c) -> nlohmann::json { return c.batch_size; }});
@@ -247,6 +255,21 @@ std::vector<Row> make_rows() {
          return "";
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.deadline ? c.deadline->text : ""; }});
+  // Not a learning option: a resumed run may get more or less time, and re-plans from where it is.
+  add({"time_budget", nullptr, "total training time of the run, all sessions together (DURATION); implies --epochs auto",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration above 0 (90s, 30m, 20h)";
+         try {
+           c.time_budget.seconds = parse_duration(t);
+         } catch (const Error&) {
+           return allowed;
+         }
+         if (c.time_budget.seconds.count() <= 0) return allowed;
+         c.time_budget.text = t;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.time_budget.text; }});
   add({"save_every", nullptr, "checkpoint cadence: a DURATION or Nsteps (default: each epoch)", Kind::value, false,
        false,
        [](TrainConfig& c, const std::string& t) -> std::string {

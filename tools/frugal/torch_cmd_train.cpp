@@ -3,6 +3,7 @@
 // and validated into the typed TrainConfig here, at the edge; a refused value is exit 2 naming the
 // option, the value and what is allowed, before anything is read or written.
 #include <string>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,18 @@ int cmd_train(int argc, char** argv) {
   for (const auto& [row, text] : given)
     if (std::string allowed = row->set(config, text); !allowed.empty())
       fail(ErrorKind::usage, option_name(*row), allowed, "\"" + text + "\"", "see frugal train --help");
+  // --time-budget plans the epochs: --epochs left out means --epochs auto; a number contradicts it.
+  auto given_key = [&given](const char* key) {
+    return std::any_of(given.begin(), given.end(), [key](const auto& g) { return std::string(g.first->key) == key; });
+  };
+  if (config.time_budget && !given_key("epochs")) config.epochs = 0;
+  if (config.time_budget && config.epochs != 0)
+    fail(ErrorKind::usage, "--time-budget with --epochs " + std::to_string(config.epochs),
+         "--epochs auto (or no --epochs): the budget decides how many epochs", "a fixed number of epochs",
+         "leave --epochs out to train for the budget, or leave --time-budget out (--deadline cuts a session)");
+  if (config.epochs == 0 && !config.time_budget)
+    fail(ErrorKind::usage, "--epochs auto", "--time-budget DURATION to plan the epochs for", "no --time-budget",
+         "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
 
   Progress::set_quiet(config.json);
   const RunOutcome out = run_training(config);
