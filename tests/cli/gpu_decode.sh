@@ -36,7 +36,7 @@ fi
 # Everywhere: GPU decoding feeds a GPU trainer only.
 frugal train --data "$t/photos.zip" --run "$t/run-cpu" --model cnn --epochs 1 --device cpu --decode gpu >/dev/null 2>"$t/cpu.err"
 rc=$?
-if [ $rc -eq 2 ] && grep -q -- "--device cpu" "$t/cpu.err" && [ ! -e "$t/run-cpu" ]; then ok "train --device cpu --decode gpu: exit 2 before touching the run"
+if [ $rc -eq 2 ] && grep -q "decode gpu" "$t/cpu.err" && grep -q "device cpu" "$t/cpu.err" && [ ! -e "$t/run-cpu" ]; then ok "train --device cpu --decode gpu: exit 2 before touching the run"
 else bad "train --device cpu --decode gpu: exit 2 (rc $rc)" "$t/cpu.err"; fi
 
 frugal bench loader "$t/photos.zip" --decode cuda --seconds 0.5 >/dev/null 2>"$t/bad.err"
