@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "frugal/error.h"
@@ -128,7 +129,11 @@ GpuAvailability probe_gpu() {
   int n = 0;
   cudaError_t st = cudaGetDeviceCount(&n);
   if (st != cudaSuccess) {
-    g.problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(st);
+    // Without an NVIDIA driver the runtime answers "CUDA driver version is insufficient", which
+    // reads as "upgrade your driver" on a machine that simply has no GPU.
+    const bool driver = std::filesystem::exists("/proc/driver/nvidia/version");
+    g.problem = st == cudaErrorNoDevice || !driver ? std::string("no GPU")
+                                                   : std::string("cudaGetDeviceCount: ") + cudaGetErrorString(st);
     cudaGetLastError();  // clear it, so later CUDA calls (LibTorch's) do not see it
     n = 0;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <filesystem>
 #include <string>
 
 #include "frugal/error.h"
@@ -187,6 +188,18 @@ TEST(GpuDecodeChoice, AutoPicksGpuOnlyWhenEverythingIsThere) {
   c = gpu::choose_decode(gpu::DecodeMode::automatic, no_device, false);
   EXPECT_FALSE(c.gpu);
   EXPECT_NE(c.reason.find("no CUDA device"), std::string::npos) << c.reason;
+
+  // A machine without an NVIDIA driver: probe_gpu says "no GPU", not the runtime's "CUDA driver
+  // version is insufficient" (which reads as an upgrade hint).
+  gpu::GpuAvailability no_gpu = full_gpu();
+  no_gpu.devices = 0;
+  no_gpu.problem = "no GPU";
+  c = gpu::choose_decode(gpu::DecodeMode::automatic, no_gpu, false);
+  EXPECT_FALSE(c.gpu);
+  EXPECT_NE(c.reason.find("no GPU"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.reason.find("CUDA device"), std::string::npos) << c.reason;
+  if (auto probed = gpu::probe_gpu(); probed.cuda_built && !std::filesystem::exists("/proc/driver/nvidia/version"))
+    EXPECT_EQ(probed.problem, "no GPU");
 
   gpu::GpuAvailability no_nvjpeg = full_gpu();
   no_nvjpeg.nvjpeg_built = false;
