@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "frugal/settings_text.h"
+
 namespace frugal {
 
 enum class ErrorKind {
@@ -20,7 +22,8 @@ enum class ErrorKind {
 // Build them with frugal::message() where that fits.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  // A setting named "{key}" in `what` is spelled for the user (settings_text.h).
+  Error(ErrorKind kind, const std::string& what) : std::runtime_error(spell_settings(what)), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
 
  private:

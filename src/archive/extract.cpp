@@ -125,15 +125,15 @@ void check_budgets(const Archive& archive, const std::vector<std::size_t>& selec
   const DiskCost cost = disk_cost(archive, selected, block_size(target));
   const std::string where = archive.display_name();
   if (o.max_bytes && cost.declared > *o.max_bytes)
-    fail(ErrorKind::budget, where, "at most " + format_size(*o.max_bytes) + " to extract (--max-bytes)",
+    fail(ErrorKind::budget, where, "at most " + format_size(*o.max_bytes) + " to extract ({max_bytes})",
          format_size(cost.declared) + " declared by the selected entries",
-         "nothing was written; raise --max-bytes, or select fewer entries (patterns, --limit)");
+         "nothing was written; raise {max_bytes}, or select fewer entries (patterns, {limit})");
   const std::string on_disk = format_size(cost.allocated) + " on disk (" + format_size(cost.declared) +
                               " declared, in blocks of " + format_size(cost.block) + ")";
   if (o.disk_budget && cost.allocated > *o.disk_budget)
-    fail(ErrorKind::budget, where, "at most " + format_size(*o.disk_budget) + " of disk (--disk-budget)",
+    fail(ErrorKind::budget, where, "at most " + format_size(*o.disk_budget) + " of disk ({disk_budget})",
          on_disk + " for the selected entries",
-         "nothing was written; raise --disk-budget, or select fewer entries (patterns, --limit)");
+         "nothing was written; raise {disk_budget}, or select fewer entries (patterns, {limit})");
   const std::uint64_t free = free_space(target);
   if (cost.allocated > free)
     fail(ErrorKind::budget, o.dir.string(), on_disk + " of free space", format_size(free) + " free",

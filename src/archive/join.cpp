@@ -107,7 +107,7 @@ struct Joiner {
     if (::stat(path.c_str(), &st) != 0)
       fail(ErrorKind::invalid, path.string(), "part " + std::to_string(i) + " of " + m.name, "no such file",
            opt.delete_parts && i > 0
-               ? "if an earlier 'join --delete-parts' removed it, its partial output " + partial.string() +
+               ? "if an earlier 'join {delete_parts}' removed it, its partial output " + partial.string() +
                      " was lost or changed and the set cannot be rebuilt; otherwise copy the part back"
                : "copy the part next to the manifest, then run the same join again");
     if (static_cast<std::uint64_t>(st.st_size) != m.parts[i].size)
@@ -156,7 +156,7 @@ struct Joiner {
       fail(ErrorKind::budget, dir.string(), format_size(need) + " free to join " + m.name,
            format_size(free) + " free",
            opt.delete_parts ? "free some space; nothing was changed"
-                            : "free some space or use --delete-parts (needs only the largest part free); "
+                            : "free some space or use {delete_parts} (needs only the largest part free); "
                               "nothing was changed");
   }
 

@@ -230,7 +230,7 @@ IdxSet find_idx_set(const std::filesystem::path& src, const std::string& wanted)
            "give the folder that holds them");
     if (found.empty() || (wanted.empty() && sets.size() > 1))
       fail(ErrorKind::usage, src.string(), wanted.empty() ? "one IDX set" : "the IDX set '" + wanted + "'",
-           "the sets " + list, "choose one with --idx-set");
+           "the sets " + list, "choose one with {idx_set}");
     std::sort(found.begin(), found.end());  // "x.gz" and "x" of one set: either will do, pick stably
     images = found.front();
   } else {

@@ -75,7 +75,7 @@ NameDecoder::NameDecoder(const std::string& encoding) : encoding_(encoding) {
   if (encoding.empty()) return;
   iconv_t cd = ::iconv_open("UTF-8", encoding.c_str());
   if (cd == reinterpret_cast<iconv_t>(-1))
-    fail(ErrorKind::usage, "--name-encoding " + encoding, "an encoding iconv knows (e.g. cp437, gbk, shift_jis)",
+    fail(ErrorKind::usage, "{name_encoding} " + encoding, "an encoding iconv knows (e.g. cp437, gbk, shift_jis)",
          "an unknown encoding", "run 'iconv -l' for the list");
   cd_ = cd;
 }

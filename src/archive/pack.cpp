@@ -105,7 +105,7 @@ void check_root(const std::string& root) {
   bool bad = root.starts_with('/') || root.find('\\') != std::string::npos;
   for (const auto& part : std::filesystem::path(root)) bad = bad || part == "..";
   if (bad)
-    fail(ErrorKind::usage, "--root " + root, "a relative folder name without '..' or '\\'", "'" + root + "'",
+    fail(ErrorKind::usage, "{root} " + root, "a relative folder name without '..' or '\\'", "'" + root + "'",
          "give a plain name such as 'fashion-mnist'");
 }
 
@@ -154,7 +154,7 @@ Plan plan_idx(const std::filesystem::path& src, const PackOptions& opt) {
   std::size_t classes = labels.empty() ? 0 : *std::max_element(labels.begin(), labels.end()) + 1u;
   auto names = opt.class_names.empty() ? default_class_names(set.images, classes) : opt.class_names;
   if (names.size() < classes)
-    fail(ErrorKind::usage, "--class-names", std::to_string(classes) + " names (labels go up to " +
+    fail(ErrorKind::usage, "{class_names}", std::to_string(classes) + " names (labels go up to " +
          std::to_string(classes - 1) + ")", std::to_string(names.size()), "give one name per class");
   std::size_t width = std::max<std::size_t>(5, std::to_string(images->count > 0 ? images->count - 1 : 0).size());
   // (name, image index), sorted by name so the archive order is the sorted order
@@ -189,8 +189,8 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& e
   const bool idx = !std::filesystem::is_directory(src) || !opt.idx_set.empty() || folder_has_idx(src);
   result.source = idx ? "idx" : "folder";
   if (!idx && !opt.class_names.empty())
-    fail(ErrorKind::usage, src.string(), "IDX files for --class-names", "a folder of class sub-folders",
-         "the sub-folders' names are the class names; drop --class-names");
+    fail(ErrorKind::usage, src.string(), "IDX files for {class_names}", "a folder of class sub-folders",
+         "the sub-folders' names are the class names; drop {class_names}");
   Plan plan = idx ? plan_idx(src, opt) : plan_folder(src, opt, std::make_shared<std::vector<std::string>>());
   result.classes = plan.classes;
   if (!opt.output.parent_path().empty()) env.create_dirs(opt.output.parent_path());

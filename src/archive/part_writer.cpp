@@ -27,7 +27,7 @@ std::string PartWriter::part_name(const std::string& name, std::size_t index, in
 PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits, bool sync,
                        Env& env)
     : env_(env), dir_(std::move(dir)), name_(std::move(name)), part_size_(part_size), digits_(digits), sync_(sync) {
-  if (part_size_ == 0) fail(ErrorKind::usage, name_, "a part size above 0", "0", "give --size like 1000M");
+  if (part_size_ == 0) fail(ErrorKind::usage, name_, "a part size above 0", "0", "give {size} like 1000M");
   buf_[0].resize(kBufferSize);
   buf_[1].resize(kBufferSize);
   manifest_.name = name_;

@@ -61,7 +61,7 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
   if (!S_ISREG(st.st_mode))
     fail(ErrorKind::usage, file.string(), "a regular file", "a folder or special file", "give the file to split");
   if (options.part_size == 0)
-    fail(ErrorKind::usage, file.string(), "--size above 0", "0", "give a size like 1000M");
+    fail(ErrorKind::usage, file.string(), "{size} above 0", "0", "give a size like 1000M");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const std::filesystem::path dir = options.out_dir.empty() ? file.parent_path() : options.out_dir;
   if (!dir.empty()) std::filesystem::create_directories(dir);

@@ -181,7 +181,7 @@ void DiskBudget::require(std::uint64_t bytes, const std::string& what) {
   std::string budget = options_.limit ? "a disk budget of " + format_size(*options_.limit) : "the free space";
   fail(ErrorKind::budget, workspace_.string(), format_size(bytes) + " of room for " + what + " within " + budget,
        format_size(available()) + " left after removing temporary files and unneeded checkpoints",
-       "free space (frugal du " + workspace_.string() + ", frugal clean) or raise --disk-budget");
+       "free space (frugal du " + workspace_.string() + ", frugal clean) or raise {disk_budget}");
 }
 
 void DiskBudget::check_once() {
@@ -193,7 +193,7 @@ void DiskBudget::check_once() {
   bool low = room < threshold;
   if (low && !warned_.exchange(true))
     note("frugal: warning: only " + format_size(room) + " of disk left for " + workspace_.string() +
-         "; checkpoints may be skipped. Free space (frugal du, frugal clean) or raise --disk-budget");
+         "; checkpoints may be skipped. Free space (frugal du, frugal clean) or raise {disk_budget}");
   if (!low) warned_ = false;
 }
 

@@ -202,7 +202,7 @@ SafetensorsFile verified_tensors(const fs::path& path, ParsedFile f, std::string
   auto it = f.header.metadata.find("checksum");
   if (it == f.header.metadata.end())
     fail(ErrorKind::invalid, path.string(), "metadata \"checksum\"", "none",
-         "the file was not written by frugal; for plain safetensors weights use --init");
+         "the file was not written by frugal; for plain safetensors weights use {init}");
   const auto offset = f.header.payload_offset();
   std::string sum = payload_checksum(f.bytes.data() + offset, f.bytes.size() - offset);
   if (sum != it->second)

@@ -83,7 +83,7 @@ int CheckpointManager::discard_previous() {
   known_good_step_.reset();
   best_metric_.reset();
   best_loaded_ = true;
-  if (n) note("frugal: --fresh: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " + run_.string());
+  if (n) note("frugal: {fresh}: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " + run_.string());
   return n;
 }
 
@@ -150,7 +150,7 @@ void CheckpointManager::require_room_for_run(std::uint64_t weight_bytes, std::ui
   if (have >= need) return;
   const auto& limit = budget_->options().limit;
   const std::string within = limit ? "a disk budget of " + format_size(*limit) : "the free disk space";
-  std::string fix = limit ? "raise --disk-budget to at least " + size_option(*limit + (need - have)) + ", or "
+  std::string fix = limit ? "raise {disk_budget} to at least " + size_option(*limit + (need - have)) + ", or "
                           : "free " + format_size(need - have) + " (frugal du, frugal clean), or ";
   fail(ErrorKind::budget, run_.string(),
        format_size(need) + " within " + within + " to keep the run resumable: two checkpoints of " +
@@ -281,7 +281,7 @@ bool CheckpointManager::update_best(const Checkpoint& ckpt) {
   if (!improves(ckpt, best_metric_)) return false;
   if (budget_ && !budget_->make_room(best_bytes(ckpt))) {
     note("frugal: warning: no room for " + (run_ / kBestFile).string() + " (" + format_size(best_bytes(ckpt)) +
-         ") within the disk budget; it was NOT updated. Free space (frugal du, frugal clean) or raise --disk-budget");
+         ") within the disk budget; it was NOT updated. Free space (frugal du, frugal clean) or raise {disk_budget}");
     return false;
   }
   Checkpoint best = ckpt;

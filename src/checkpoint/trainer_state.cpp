@@ -38,7 +38,7 @@ NamedTensors optimizer_state(torch::optim::Optimizer& optimizer, const NamedTens
       add("momentum_buffer", s->momentum_buffer());
     } else {
       fail(ErrorKind::unsupported, "optimizer state of \"" + name + "\"", "AdamW, Adam or SGD state",
-           "another optimizer's", "use --optimizer adamw or sgd");
+           "another optimizer's", "use {optimizer} adamw or sgd");
     }
   }
   return out;
@@ -50,7 +50,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors
   bool adam = dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr;
   bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
   if (!adamw && !adam && !sgd)
-    fail(ErrorKind::unsupported, "optimizer", "AdamW, Adam or SGD", "another optimizer", "use --optimizer adamw or sgd");
+    fail(ErrorKind::unsupported, "optimizer", "AdamW, Adam or SGD", "another optimizer", "use {optimizer} adamw or sgd");
   for (const auto& [name, p] : params) {
     std::string pre = "optim." + name + ".";
     auto get = [&](const char* field) -> torch::Tensor {

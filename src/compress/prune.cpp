@@ -31,8 +31,8 @@ torch::Tensor keep_all_but_smallest(const torch::Tensor& magnitudes, std::int64_
 
 PruneMasks l1_prune_masks(Model& model, double fraction, PruneScope scope) {
   if (!(fraction >= 0 && fraction < 1))
-    throw Error(ErrorKind::usage, message("--prune", "a fraction in [0, 1)", std::to_string(fraction),
-                                          "e.g. --prune 0.5 zeroes half of the weights"));
+    throw Error(ErrorKind::usage, message("{prune}", "a fraction in [0, 1)", std::to_string(fraction),
+                                          "e.g. {prune} 0.5 zeroes half of the weights"));
   torch::NoGradGuard no_grad;
   const auto weights = prunable_weights(model);
   PruneMasks masks;

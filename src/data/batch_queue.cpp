@@ -115,9 +115,9 @@ std::optional<Batch> BatchQueue::next() {
     const std::int64_t epoch_total = plan_.rank_samples();
     if (bad_ > 0 && (bad_ > limit * epoch_total || (returned_ == plan_.batches && bad_ > limit * seen_)))
       fail(ErrorKind::invalid, data_->path().string(),
-           "at most " + percent(limit) + " undecodable images (--max-bad-fraction)",
+           "at most " + percent(limit) + " undecodable images ({max_bad_fraction})",
            std::to_string(bad_) + " of " + std::to_string(seen_) + " seen failed, e.g. " + first_error_,
-           "remove or replace the bad files, or raise --max-bad-fraction");
+           "remove or replace the bad files, or raise {max_bad_fraction}");
     // Every image of this batch was bad: one process skips it; ranks must stay in step.
     if (r.images.size(0) == 0 && opt_.shard.world == 1) continue;
     Batch b;

@@ -119,9 +119,9 @@ Probe probe(const DatasetShared& d) {
 
 std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const DatasetOptions& options) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
-    fail(ErrorKind::usage, "--channels", "1 or 3", std::to_string(options.channels), "");
+    fail(ErrorKind::usage, "{channels}", "1 or 3", std::to_string(options.channels), "");
   if (!(options.max_bad_fraction >= 0 && options.max_bad_fraction <= 1))
-    fail(ErrorKind::usage, "--max-bad-fraction", "a fraction in [0, 1]", std::to_string(options.max_bad_fraction), "");
+    fail(ErrorKind::usage, "{max_bad_fraction}", "a fraction in [0, 1]", std::to_string(options.max_bad_fraction), "");
   auto d = std::make_shared<DatasetShared>();
   d->path = path;
   d->options = options;
@@ -132,7 +132,7 @@ std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const 
   if (d->samples.empty())
     fail(ErrorKind::invalid, d->archive->display_name(), "labelled JPEG, PNG or .npy images",
          "none (skipped: " + d->open_skips.summary() + ")",
-         "use class folders (class/file.jpg), a labels.csv (path,label) or --label-pattern");
+         "use class folders (class/file.jpg), a labels.csv (path,label) or {label_pattern}");
   Probe p = probe(*d);
   d->channels = options.channels ? options.channels : p.channels;
   d->native_size = p.side;
@@ -165,7 +165,7 @@ std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const
 
 std::pair<std::shared_ptr<Dataset>, std::shared_ptr<Dataset>> Dataset::split_val(double fraction) const {
   if (!(fraction >= 0 && fraction < 1))
-    fail(ErrorKind::usage, "--val-split", "a fraction in [0, 1)", std::to_string(fraction), "");
+    fail(ErrorKind::usage, "{val_split}", "a fraction in [0, 1)", std::to_string(fraction), "");
   std::vector<std::size_t> train, val;
   for (std::size_t i = 0; i < indices_.size(); ++i) {
     const std::string& n = name(i);
@@ -193,7 +193,7 @@ void Dataset::record_bad(std::size_t i, const std::string& why) const {
   // Said, not only counted: a run that stays under --max-bad-fraction still names what it skipped.
   constexpr std::uint64_t kShown = 3;
   if (n < kShown)
-    note("skipping " + (why.empty() ? name(i) : why) + " (counted against --max-bad-fraction" +
+    note("skipping " + (why.empty() ? name(i) : why) + " (counted against {max_bad_fraction}" +
          (n + 1 == kShown ? "; further bad samples are counted without a line each)" : ")"));
 }
 

@@ -334,7 +334,7 @@ struct GpuLoader::State {};
 GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions, GpuOutputOptions) {
   if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
   select_decode("gpu", *dataset);
-  fail(ErrorKind::usage, "--decode gpu", "a build with nvJPEG", "none", "see docs/gpu.md");
+  fail(ErrorKind::usage, "{decode} gpu", "a build with nvJPEG", "none", "see docs/gpu.md");
 }
 GpuLoader::~GpuLoader() = default;
 void GpuLoader::start(std::int64_t, std::int64_t) {}

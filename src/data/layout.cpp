@@ -10,6 +10,7 @@
 #include "data/dataset_shared.h"
 #include "data/labels_csv.h"
 #include "frugal/checked.h"
+#include "frugal/settings_text.h"
 #include "frugal/error.h"
 
 namespace frugal {
@@ -266,11 +267,11 @@ void scan_layout(DatasetShared& d) {
     try {
       re = std::regex(d.options.label_pattern);
     } catch (const std::regex_error& err) {
-      fail(ErrorKind::usage, "--label-pattern", "a regular expression with one capture group",
+      fail(ErrorKind::usage, "{label_pattern}", "a regular expression with one capture group",
            "\"" + d.options.label_pattern + "\" (" + err.what() + ")", "");
     }
     if (re.mark_count() != 1)
-      fail(ErrorKind::usage, "--label-pattern", "exactly one capture group",
+      fail(ErrorKind::usage, "{label_pattern}", "exactly one capture group",
            std::to_string(re.mark_count()) + " in \"" + d.options.label_pattern + "\"", "e.g. '^([a-z]+)\\.'");
     for (const auto& f : files) {
       std::smatch m;
@@ -298,7 +299,7 @@ void scan_layout(DatasetShared& d) {
     const std::string& name = a.entries()[files[k].entry].name;
     if (labels[k].empty()) {
       count(d.open_skips,
-            !d.options.label_pattern.empty() ? "no label (--label-pattern did not match)"
+            !d.options.label_pattern.empty() ? spell_settings("no label ({label_pattern} did not match)")
             : csv                            ? "no label (not in labels.csv)"
                                              : "no label (not in a class folder)",
             name);

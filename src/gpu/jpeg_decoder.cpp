@@ -31,7 +31,7 @@ const char* status_name(nvjpegStatus_t s) {
 void check(nvjpegStatus_t s, const char* call) {
   if (s != NVJPEG_STATUS_SUCCESS)
     throw Error(ErrorKind::io, std::string("nvJPEG: ") + call + " failed: " + status_name(s) +
-                                   "; use --decode cpu to decode on the CPU");
+                                   "; use {decode} cpu to decode on the CPU");
 }
 
 // nvJPEG's device memory from device_allocator() (PyTorch's caching allocator in frugal-torch).

@@ -1,4 +1,5 @@
 #include "frugal/gpu/plan.h"
+#include "frugal/settings_text.h"
 
 #include <vector>
 
@@ -51,7 +52,7 @@ DecodeMode parse_decode_mode(const std::string& text) {
   if (text == "cpu") return DecodeMode::cpu;
   if (text == "gpu") return DecodeMode::gpu;
   if (text == "auto") return DecodeMode::automatic;
-  fail(ErrorKind::usage, "--decode", "cpu, gpu or auto", "'" + text + "'", "");
+  fail(ErrorKind::usage, "{decode}", "cpu, gpu or auto", "'" + text + "'", "");
 }
 
 const char* to_string(DecodeMode mode) {
@@ -83,32 +84,33 @@ std::string missing_kernels(const GpuAvailability& g, const BuildArchs& archs, c
 }
 
 DecodeChoice choose_decode(DecodeMode mode, const GpuAvailability& g, bool small_images) {
-  if (mode == DecodeMode::cpu) return {false, "cpu (--decode cpu)"};
+  if (mode == DecodeMode::cpu) return {false, spell_settings("cpu ({decode} cpu)")};
   std::string missing, hint;
   if (!g.cuda_built) {
     missing = "a build without CUDA (nvcc was not found when frugal was configured)";
-    hint = "install the CUDA toolkit and rebuild (docs/gpu.md), or use --decode cpu";
+    hint = "install the CUDA toolkit and rebuild (docs/gpu.md), or use {decode} cpu";
   } else if (!g.nvjpeg_built) {
     missing = "a build without nvJPEG";
-    hint = "run scripts/setup.sh (it installs nvidia-nvjpeg into .venv) and reconfigure, or use --decode cpu";
+    hint = "run scripts/setup.sh (it installs nvidia-nvjpeg into .venv) and reconfigure, or use {decode} cpu";
   } else if (g.devices == 0) {
-    missing = "no CUDA device" + (g.problem.empty() ? std::string() : " (" + g.problem + ")");
-    hint = "run on a machine with an NVIDIA GPU and driver, or use --decode cpu";
+    missing = g.problem == "no GPU" ? g.problem
+                                    : "no CUDA device" + (g.problem.empty() ? std::string() : " (" + g.problem + ")");
+    hint = "run on a machine with an NVIDIA GPU and driver, or use {decode} cpu";
   } else if (std::string why = missing_kernels(g, g.torch_archs, "LibTorch"); !why.empty()) {
     missing = why;
-    hint = "run `frugal doctor` for a LibTorch that supports this GPU, or use --decode cpu";
+    hint = "run `frugal doctor` for a LibTorch that supports this GPU, or use {decode} cpu";
   } else if (std::string why2 = missing_kernels(g, g.kernel_archs, "frugal's resize kernel"); !why2.empty()) {
     missing = why2;
     hint = "rebuild frugal with FRUGAL_CUDA_ARCHITECTURES including " + std::to_string(g.major * 10 + g.minor) +
-           " (docs/gpu.md), or use --decode cpu";
+           " (docs/gpu.md), or use {decode} cpu";
   } else if (small_images) {
     missing = "images of 64 px or less (their padded-crop transforms run on the CPU only)";
-    hint = "use --decode cpu; decoding such small images is cheap on the CPU";
+    hint = "use {decode} cpu; decoding such small images is cheap on the CPU";
   }
   if (missing.empty()) return {true, "gpu (" + g.device_name + ", nvJPEG)"};
   if (mode == DecodeMode::gpu)
-    fail(ErrorKind::usage, "--decode gpu", "a CUDA GPU, nvJPEG and photos larger than 64 px", missing, hint);
-  return {false, "cpu (--decode auto: " + missing + ")"};
+    fail(ErrorKind::usage, "{decode} gpu", "a CUDA GPU, nvJPEG and photos larger than 64 px", missing, hint);
+  return {false, spell_settings("cpu ({decode} auto: ") + missing + ")"};
 }
 
 }  // namespace frugal::gpu

@@ -33,7 +33,7 @@ void check_pixels(int width, int height, std::uint64_t max_pixels, const std::st
   if (n > max_pixels)
     fail(ErrorKind::invalid, where, "at most " + std::to_string(max_pixels) + " pixels",
          std::to_string(width) + "x" + std::to_string(height) + " = " + std::to_string(n) + " pixels",
-         "raise --max-pixels if the image is genuine (a decompression bomb otherwise)");
+         "raise {max_pixels} if the image is genuine (a decompression bomb otherwise)");
 }
 }  // namespace detail
 

@@ -67,12 +67,12 @@ ModelInfo default_model_info(const std::string& name, int channels) {
 
 std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels) {
   if (channels != 1 && channels != 3)
-    fail(ErrorKind::usage, "--channels", "1 or 3", std::to_string(channels), "");
+    fail(ErrorKind::usage, "{channels}", "1 or 3", std::to_string(channels), "");
   for (auto& e : kModels)
     if (name == e.name) return e.make(num_classes, channels);
   std::string list;
   for (auto& n : model_names()) list += (list.empty() ? "" : ", ") + n;
-  fail(ErrorKind::usage, "--model", "one of " + list, "'" + name + "'", "pick one of the listed models");
+  fail(ErrorKind::usage, "{model}", "one of " + list, "'" + name + "'", "pick one of the listed models");
 }
 
 std::map<std::string, torch::Tensor> state_dict(const Model& model) {

@@ -19,7 +19,7 @@ AmpMode parse_amp(const std::string& text) {
   if (text == "off") return AmpMode::off;
   if (text == "fp16") return AmpMode::fp16;
   if (text == "bf16") return AmpMode::bf16;
-  fail(ErrorKind::usage, "--amp", "auto, fp16, bf16 or off", "'" + text + "'", "");
+  fail(ErrorKind::usage, "{amp}", "auto, fp16, bf16 or off", "'" + text + "'", "");
 }
 
 AmpMode choose_amp(const std::string& device_kind, int major, int minor) {

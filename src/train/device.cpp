@@ -39,10 +39,10 @@ DevicePlan plan_device(const std::string& device, const std::string& amp, const 
   const bool automatic = device == "auto";
   const int index = automatic ? 0 : cuda_index(device);
   if (device != "cpu" && !automatic && index < 0)
-    fail(ErrorKind::usage, "--device", "auto, cpu, cuda or cuda:N", "'" + device + "'", "");
+    fail(ErrorKind::usage, "{device}", "auto, cpu, cuda or cuda:N", "'" + device + "'", "");
   if (index >= 0 && f.devices > 0) {
     if (index >= f.devices)
-      fail(ErrorKind::usage, "--device " + device, "a GPU index below " + std::to_string(f.devices),
+      fail(ErrorKind::usage, "{device} " + device, "a GPU index below " + std::to_string(f.devices),
            std::to_string(index), "");
     gpu::GpuAvailability g;
     g.device_name = f.name;
@@ -50,21 +50,21 @@ DevicePlan plan_device(const std::string& device, const std::string& amp, const 
     g.minor = f.minor;
     std::string why = gpu::missing_kernels(g, f.torch_archs, "this LibTorch");
     if (!why.empty() && !automatic)
-      fail(ErrorKind::usage, "--device " + device, "a GPU this build has kernels for", why,
-           "run `frugal doctor` for a LibTorch that supports it, or use --device cpu");
+      fail(ErrorKind::usage, "{device} " + device, "a GPU this build has kernels for", why,
+           "run `frugal doctor` for a LibTorch that supports it, or use {device} cpu");
     if (why.empty()) p.cuda = index;
-    else p.note = "device: cpu, not the GPU (--device auto: " + why + "; `frugal doctor` says which LibTorch would)";
+    else p.note = "device: cpu, not the GPU ({device} auto: " + why + "; `frugal doctor` says which LibTorch would)";
   } else if (index >= 0 && !automatic) {
-    fail(ErrorKind::usage, "--device " + device, "a CUDA GPU", "none usable by this build",
-         "use --device cpu or auto; run `frugal doctor` to see why");
+    fail(ErrorKind::usage, "{device} " + device, "a CUDA GPU", "none usable by this build",
+         "use {device} cpu or auto; run `frugal doctor` to see why");
   }
   if (amp == "auto") {
     p.amp = p.cuda >= 0 ? choose_amp("cuda", f.major, f.minor) : choose_amp("cpu", 0, 0);
   } else {
     p.amp = parse_amp(amp);
     if (p.cuda >= 0 && p.amp == AmpMode::bf16 && f.major < 8)
-      fail(ErrorKind::usage, "--amp bf16", "a GPU with bf16 tensor cores (sm_80 or newer)", f.name + " (" + sm(f) + ")",
-           "use --amp fp16, or --amp auto to let frugal choose");
+      fail(ErrorKind::usage, "{amp} bf16", "a GPU with bf16 tensor cores (sm_80 or newer)", f.name + " (" + sm(f) + ")",
+           "use {amp} fp16, or {amp} auto to let frugal choose");
   }
   return p;
 }
@@ -125,11 +125,11 @@ void empty_device_cache(const torch::Device& device) {
 
 double gpu_memory_fraction(std::uint64_t bytes, std::uint64_t used, std::uint64_t total) {
   if (bytes > total)
-    fail(ErrorKind::budget, "--gpu-memory", "at most the GPU's " + format_size(total), format_size(bytes),
-         "give a smaller --gpu-memory");
+    fail(ErrorKind::budget, "{gpu_memory}", "at most the GPU's " + format_size(total), format_size(bytes),
+         "give a smaller {gpu_memory}");
   if (bytes <= used)
-    fail(ErrorKind::budget, "--gpu-memory " + format_size(bytes), "more than the " + format_size(used) +
-         " the CUDA context and other buffers already hold", format_size(bytes), "give a larger --gpu-memory");
+    fail(ErrorKind::budget, "{gpu_memory} " + format_size(bytes), "more than the " + format_size(used) +
+         " the CUDA context and other buffers already hold", format_size(bytes), "give a larger {gpu_memory}");
   return static_cast<double>(bytes - used) / static_cast<double>(total);
 }
 

@@ -152,7 +152,7 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         const std::int64_t chunk = end - start;
         if (chunk <= 1)
           fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
-               "use a smaller --image-size or model, or a larger --gpu-memory");
+               "use a smaller {image_size} or model, or a larger {gpu_memory}");
         e.micro_batch = chunk / 2;
         if (!e.oom_noted)
           note("out of GPU memory evaluating " + std::to_string(chunk) + " images at once; continuing with " +

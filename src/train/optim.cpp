@@ -57,7 +57,7 @@ OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
   setup.params = decay_named;
   setup.params.insert(setup.params.end(), no_decay_named.begin(), no_decay_named.end());
   if (setup.params.empty())
-    fail(ErrorKind::usage, "--freeze", "some parameters left to train", "every parameter frozen",
+    fail(ErrorKind::usage, "{freeze}", "some parameters left to train", "every parameter frozen",
          "freeze fewer prefixes");
 
   if (o.kind == OptimizerKind::adamw) {
@@ -104,7 +104,7 @@ int freeze(Model& model, const std::vector<std::string>& prefixes) {
       }
     }
     if (matched == 0)
-      fail(ErrorKind::usage, "--freeze " + prefix, "a prefix of the model's parameter names (e.g. 'conv1', 'layer1')",
+      fail(ErrorKind::usage, "{freeze} " + prefix, "a prefix of the model's parameter names (e.g. 'conv1', 'layer1')",
            "no parameter under it", "list the names with a checkpoint viewer or see the torchvision model");
     frozen += matched;
   }

@@ -109,8 +109,8 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
       if (is_out_of_memory(e) && optimizer_versions(optimizer_) != before)
         fail(ErrorKind::budget, "GPU memory", "room for the optimizer step",
              "out of memory after it had updated some parameters, so it cannot be redone",
-             "run the same command again to resume from the last checkpoint (with a larger --gpu-memory, or "
-             "--grad-checkpoint, if this recurs)");
+             "run the same command again to resume from the last checkpoint (with a larger {gpu_memory}, or "
+             "{grad_checkpoint}, if this recurs)");
       throw;
     }
   }
@@ -144,7 +144,7 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
       empty_device_cache(options_.device);
       if (options_.micro_batch <= 1)
         fail(ErrorKind::budget, "GPU memory", "room for a micro-batch of 1", "out of memory",
-             "use a smaller --image-size or model, --grad-checkpoint, --amp, or a larger --gpu-memory");
+             "use a smaller {image_size} or model, {grad_checkpoint}, {amp}, or a larger {gpu_memory}");
       int smaller = options_.micro_batch / 2;
       if (!oom_noted_)
         note("out of GPU memory at micro-batch " + std::to_string(options_.micro_batch) + "; continuing with " +

@@ -1,4 +1,5 @@
 #include "frugal/doctor.h"
+#include "frugal/settings_text.h"
 
 #include <elf.h>
 #include <sys/stat.h>
@@ -201,7 +202,8 @@ GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildIn
     // PyTorch 2.11's release matrix).
     std::string fix;
     if (cc < 50) {
-      fix = "no PyTorch 2.11 build has kernels for " + sm + " (the oldest is sm_50): train on the CPU (--device cpu)";
+      fix = "no PyTorch 2.11 build has kernels for " + sm + " (the oldest is sm_50): train on the CPU (" +
+            spell_settings("{device}") + " cpu)";
     } else {
       v.fix = cc < 75 ? "python -m pip install torch==2.11.0 torchvision==0.26.0 --index-url https://download.pytorch.org/whl/cu126"
                       : "python -m pip install torch==2.11.0 torchvision==0.26.0";

@@ -1,5 +1,6 @@
 #include "frugal/error.h"
 #include "frugal/checked.h"
+#include "frugal/settings_text.h"
 
 #include <cerrno>
 #include <cstring>
@@ -29,7 +30,7 @@ std::string message(const std::string& where, const std::string& expected, const
   add(": ", expected.empty() ? "" : "expected " + expected);
   add(expected.empty() ? ": " : ", ", found.empty() ? "" : "found " + found);
   add("; ", hint);
-  return m;
+  return spell_settings(m);
 }
 
 void fail(ErrorKind kind, const std::string& where, const std::string& expected,

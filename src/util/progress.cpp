@@ -1,4 +1,5 @@
 #include "frugal/progress.h"
+#include "frugal/settings_text.h"
 
 #include <unistd.h>
 
@@ -19,7 +20,7 @@ void Progress::set_quiet(bool quiet) { g_quiet = quiet; }
 bool Progress::quiet() { return g_quiet; }
 
 void note(const std::string& line) {
-  if (!g_quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  if (!g_quiet) std::fprintf(stderr, "%s\n", spell_settings(line).c_str());
 }
 
 Progress::Progress(std::string label, std::uint64_t total, Unit unit, Env& env)
