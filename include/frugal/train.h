@@ -279,7 +279,7 @@ std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::strin
 std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlohmann::json& now);
 
 // How a run ended when it did not fail (failures throw frugal::Error: usage, invalid data, budget).
-struct RunOutcome {
+struct SessionOutcome {
   enum class Status {
     done,               // every epoch trained, the final weights saved
     stopped_resumable,  // deadline or signal: a rerun of the same command continues (CLI exit 75)
@@ -292,6 +292,6 @@ struct RunOutcome {
 // Nothing is written before training really starts: a refused option, unusable data, a budget
 // that does not fit (disk, memory, a deadline too short for one step) leave the run folder as they
 // found it (a folder it had to create is removed again).
-RunOutcome run_training(const TrainConfig& config, Env& env = Env::real());
+SessionOutcome train_session(const TrainConfig& config, Env& env = Env::real());
 
 }  // namespace frugal

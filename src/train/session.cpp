@@ -41,13 +41,13 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 // session passed the deadline's check): options, data, model, memory, disk budget, resume state
 // and the first step are all checked first, so a run refused for any of them leaves the run folder
 // as it was ("nothing was changed"), and a folder this run had to create is removed again.
-class Run {
+class Session {
  public:
-  Run(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
-  RunOutcome execute();
+  Session(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
+  SessionOutcome execute();
 
  private:
-  RunOutcome train();
+  SessionOutcome train();
   void open_data();
   void build_model();
   void check_memory() const;
@@ -63,7 +63,7 @@ class Run {
   void append_metrics(const std::string& line);
   void log_scalar(const char* tag, double value);
   void log_write_failed(const char* what, const Error& e);
-  RunOutcome stopped();
+  SessionOutcome stopped();
   bool should_stop(bool eval_due);
   void start_time_budget();
   void update_plan(bool after_eval);
@@ -96,7 +96,8 @@ class Run {
   Env::SteadyTime last_save_;
   Env::SteadyTime session_start_;  // this session's time counts against a time budget
   std::optional<TimeBudget> time_budget_;
-  std::optional<Env::SteadyTime> step_end_;  // the last step's end, for the time budget's step cost  // epochs auto: the plan that fits the time budget
+  std::optional<Env::SteadyTime> step_end_;  // the last step's end, for the time budget's step cost
+  std::int64_t noted_total_ = 0;  // the planned steps the log last told
   nlohmann::json saved_plan_;  // the resumed checkpoint's time budget (null: none)
   std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
@@ -116,7 +117,7 @@ class Run {
 // Room kept for what the trainer writes besides checkpoints (config.json, metrics.jsonl, events).
 constexpr std::uint64_t kLogReserve = 1ull << 20;
 
-void Run::open_data() {
+void Session::open_data() {
   DatasetOptions d;
   d.label_pattern = c_.label_pattern;
   d.max_pixels = static_cast<std::uint64_t>(c_.max_pixels);
@@ -140,14 +141,14 @@ void Run::open_data() {
   } else {
     double f = c_.val_split > 0 ? c_.val_split : 0.05;
     std::tie(train_, val_) = all->split_val(f);
-    if (c_.val_split <= 0) note("validating on a stable 5% of the training data (--val or --val-split to choose)");
+    if (c_.val_split <= 0) note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
   }
-  if (train_->size() == 0) fail(ErrorKind::invalid, c_.data, "training images", "none", "check --data");
+  if (train_->size() == 0) fail(ErrorKind::invalid, c_.data, "training images", "none", "check {data}");
   // --decode: an impossible `gpu` is a usage error naming what is missing; `auto` takes the GPU
   // only when this build, machine and data can.
   if (c_.decode == DecodeChoice::automatic) {
     if (c_.device.kind == DeviceKind::cpu) {
-      note("decode: cpu (--device cpu)");
+      note("decode: cpu ({device} cpu)");
       c_.decode = DecodeChoice::cpu;
     } else {
       DecodeSelection sel = select_decode("auto", *train_);
@@ -162,7 +163,7 @@ void Run::open_data() {
   }
 }
 
-void Run::build_model() {
+void Session::build_model() {
   info_ = default_model_info(c_.model, train_->channels());
   info_.classes = classes_;
   if (c_.image_size > 0) info_.image_size = c_.image_size;
@@ -173,9 +174,9 @@ void Run::build_model() {
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
   // On the CPU `auto` stays fp32 (results comparable across machines); say when bf16 would pay.
   if (!device_.is_cuda() && amp_ == AmpMode::off && !c_.amp && cpu_has_native_bf16())
-    note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): --amp bf16 trains faster (cnn: 1.4x on 2 cores)");
+    note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): {amp} bf16 trains faster (cnn: 1.4x on 2 cores)");
   if (!device_.is_cuda() && amp_ == AmpMode::bf16 && !cpu_has_native_bf16())
-    note("warning: this CPU has no bf16 instructions, so --amp bf16 is emulated and slower than --amp off");
+    note("warning: this CPU has no bf16 instructions, so {amp} bf16 is emulated and slower than {amp} off");
 
   torch::manual_seed(c_.seed);
   model_ = make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
@@ -223,7 +224,7 @@ std::uint64_t physical_memory() {
 // images as the loader hands them over, as float on the device, and the first convolution's output
 // with its gradient; what a real step needs is larger. Compared with the machine's RAM (and the
 // GPU's memory as --gpu-memory gives it), a size over it cannot train at any speed.
-void Run::check_memory() const {
+void Session::check_memory() const {
   const std::int64_t side = info_.image_size, channels = info_.channels, batch = c_.batch_size;
   double per_pixel = static_cast<double>(channels) * (1 + 4);
   for (const auto& m : model_->modules(/*include_self=*/false))
@@ -258,7 +259,7 @@ void Run::check_memory() const {
 
 // Small images are halved by each of the model's downsampling stages; one the model cannot take
 // would otherwise fail inside its first forward as a c10 error. Larger sizes always fit.
-void Run::check_fits_model() const {
+void Session::check_fits_model() const {
   if (info_.image_size >= 64) return;
   torch::NoGradGuard no_grad;
   model_->eval();
@@ -279,7 +280,7 @@ NamedTensors param_names(const OptimizerSetup& s) { return NamedTensors(s.params
 // Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
 // and refuses a resume that would change what is learned. begin_writing() makes the changes
 // (temporaries removed, --fresh's discards).
-void Run::prepare_resume() {
+void Session::prepare_resume() {
   CheckpointOptions co;
   co.retention.keep_best = c_.keep_best;
   co.retention.keep_last = c_.keep_last;
@@ -306,7 +307,7 @@ void Run::prepare_resume() {
     std::string list;
     for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
     fail(ErrorKind::usage, (run_dir_ / resume_->file.filename()).string(), "the options this run was started with",
-         list, "run the original command to resume, or add --fresh to start this run over with the new options");
+         list, "run the original command to resume, or add {fresh} to start this run over with the new options");
   }
   // A crafted or damaged config may hold anything under "data": only a string is shown.
   if (ck.config.contains("data") && ck.config["data"] != now["data"])
@@ -335,7 +336,7 @@ void Run::prepare_resume() {
 }
 
 // Training really starts: from here on the run folder changes.
-void Run::begin_writing() {
+void Session::begin_writing() {
   if (writing_) return;
   writing_ = true;
   if (int n = manager_->remove_temporaries()) note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
@@ -360,7 +361,7 @@ void Run::begin_writing() {
   pending_records_.clear();
 }
 
-Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const {
+Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const {
   Checkpoint ck;
   ck.kind = "full";
   ck.model = info_;
@@ -388,7 +389,7 @@ Checkpoint Run::make_checkpoint(std::int64_t epochs_done, std::int64_t position,
 
 // Before training: a budget that cannot keep the run resumable is exit 4 now, rather than a run
 // that saves nothing a rerun can continue from (or ends over its budget).
-void Run::check_disk_budget() {
+void Session::check_disk_budget() {
   if (!budget_) return;
   std::uint64_t weights = 0, state = 0;
   for (const auto& [name, t] : state_dict(*model_)) weights += t.nbytes();
@@ -399,11 +400,11 @@ void Run::check_disk_budget() {
 }
 
 // Logs ask the disk budget too; without room a record is dropped (one warning), not the run.
-bool Run::may_write(std::uint64_t bytes, const char* what) {
+bool Session::may_write(std::uint64_t bytes, const char* what) {
   if (!budget_ || budget_->reserve(bytes)) return true;
   if (!log_room_warned_)
     note(std::string("frugal: warning: no room within the disk budget for ") + what +
-         "; log records are dropped until there is. Free space (frugal du, frugal clean) or raise --disk-budget");
+         "; log records are dropped until there is. Free space (frugal du, frugal clean) or raise {disk_budget}");
   log_room_warned_ = true;
   return false;
 }
@@ -411,7 +412,7 @@ bool Run::may_write(std::uint64_t bytes, const char* what) {
 // A log record that cannot be written (disk full, an I/O error) is dropped with one warning, as
 // when the budget has no room: the logs serve the run, they do not stop it. The checkpoints decide
 // how the run ends (a disk that stays full skips them, and the final save's failure is exit 4).
-void Run::log_write_failed(const char* what, const Error& e) {
+void Session::log_write_failed(const char* what, const Error& e) {
   if (!log_failure_warned_)
     note(std::string("frugal: warning: could not write ") + what + " (" + e.what() +
          "); log records are dropped, training goes on");
@@ -420,7 +421,7 @@ void Run::log_write_failed(const char* what, const Error& e) {
 
 // One whole line or nothing: an appendable file cuts a failed append back (env.h), so a reader
 // never sees a torn record.
-void Run::append_metrics(const std::string& line) {
+void Session::append_metrics(const std::string& line) {
   if (!may_write(line.size(), kMetricsFile)) return;
   try {
     auto file = env_.new_appendable_file(run_dir_ / kMetricsFile);
@@ -431,7 +432,7 @@ void Run::append_metrics(const std::string& line) {
   }
 }
 
-void Run::log_scalar(const char* tag, double value) {
+void Session::log_scalar(const char* tag, double value) {
   if (!events_) return;
   try {
     events_->scalar(tag, static_cast<float>(value), global_step_);
@@ -444,10 +445,10 @@ void Run::log_scalar(const char* tag, double value) {
 // Stopped resumable only when a rerun really continues: from this step when its checkpoint was
 // saved, else from the last one saved; with none saved a rerun would start over, which is a
 // budget failure.
-RunOutcome Run::stopped() {
+SessionOutcome Session::stopped() {
   const auto step = manager_->resumable_step();
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
-  RunOutcome out{RunOutcome::Status::stopped_resumable, global_step_, step.value_or(-1)};
+  SessionOutcome out{SessionOutcome::Status::stopped_resumable, global_step_, step.value_or(-1)};
   if (step && *step == global_step_) {
     note(at + ", saved; run the same command again to continue");
     return out;
@@ -459,13 +460,13 @@ RunOutcome Run::stopped() {
   }
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
        "none (" + at + ", no checkpoint fit)",
-       "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise --disk-budget");
+       "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise {disk_budget}");
 }
 
 // A background save costs the loop only its snapshot, but the save made when stopping is waited
 // for: under a deadline the first save of a session is waited for too, so that the deadline
 // plans with what a whole save takes (and later saves count as at least that).
-void Run::save(const Checkpoint& ckpt, bool wait) {
+void Session::save(const Checkpoint& ckpt, bool wait) {
   begin_writing();
   wait = wait || (deadline_ && whole_save_seconds_ < 0);
   auto t0 = env_.steady_now();
@@ -481,7 +482,7 @@ void Run::save(const Checkpoint& ckpt, bool wait) {
   if (time_budget_) time_budget_->record_save(seconds_since(t0, last_save_));
 }
 
-bool Run::should_stop(bool eval_due) {
+bool Session::should_stop(bool eval_due) {
   if (signals_.stop_requested()) {
     stop_reason_ = std::string("signal ") + SignalGuard::signal_name(signals_.signal_number());
     return true;
@@ -494,7 +495,7 @@ bool Run::should_stop(bool eval_due) {
 }
 
 // Returns false when the run must stop (saved) before the epoch ends.
-bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
+bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
   train_loader_->start(epoch, position);
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
   epoch_loss_sum_ = 0;
@@ -558,7 +559,7 @@ bool Run::train_epoch(std::int64_t epoch, std::int64_t position) {
   }
 }
 
-void Run::end_of_epoch(std::int64_t epoch) {
+void Session::end_of_epoch(std::int64_t epoch) {
   // An epoch shorter than the steps timed for the first plan is planned here, before writing.
   if (time_budget_ && !time_budget_->planned()) {
     update_plan(true);
@@ -600,7 +601,7 @@ void Run::end_of_epoch(std::int64_t epoch) {
 
 // epochs auto: the steps are planned to fit the time budget (train/schedule.h); a resumed run
 // continues the plan its checkpoint holds.
-void Run::start_time_budget() {
+void Session::start_time_budget() {
   if (!c_.time_budget)
     fail(ErrorKind::usage, "epochs auto", "a time budget to plan the steps in", "none",
          "give the run a time budget (a duration such as 20h), or a number of epochs");
@@ -622,7 +623,7 @@ void Run::start_time_budget() {
 
 // Plans once the first steps are timed, re-plans when the budget or the speed changed (see
 // TimeBudget::update); each plan is a line of metrics.jsonl and of the log.
-void Run::update_plan(bool after_eval) {
+void Session::update_plan(bool after_eval) {
   nlohmann::json record = time_budget_->update(global_step_, session_seconds(), after_eval);
   if (record.is_null()) return;
   total_steps_ = time_budget_->total_steps();
@@ -630,12 +631,19 @@ void Run::update_plan(bool after_eval) {
   auto& r = record["time_budget"];
   r["summary"] = summary;
   const std::string event = r["event"].get<std::string>();
-  note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
+  // Every revision is a line of metrics.jsonl; the log tells those that move the end by 2% or more
+  // (the plan is checked every 2% of the steps left, and follows timing noise in small steps).
+  const bool small = event == "speed" && noted_total_ > 0 &&
+                     std::abs(static_cast<double>(total_steps_ - noted_total_)) < 0.02 * static_cast<double>(noted_total_);
+  if (!small) {
+    note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
+    noted_total_ = total_steps_;
+  }
   if (writing_) append_metrics(record.dump() + "\n");
   else pending_records_.push_back(record.dump() + "\n");
 }
 
-void Run::write_config() {
+void Session::write_config() {
   nlohmann::json j = c_.to_json();
   j["format"] = "frugal-run-config";
   j["version"] = 1;
@@ -658,7 +666,7 @@ std::vector<fs::path> missing_folders(const fs::path& dir) {
   return out;
 }
 
-RunOutcome Run::execute() {
+SessionOutcome Session::execute() {
   const auto created = missing_folders(run_dir_);
   try {
     return train();
@@ -671,7 +679,7 @@ RunOutcome Run::execute() {
   }
 }
 
-RunOutcome Run::train() {
+SessionOutcome Session::train() {
   if (c_.deadline) {
     deadline_ = Deadline::start(*c_.deadline, env_);
     deadline_->check_time_left();
@@ -729,9 +737,9 @@ RunOutcome Run::train() {
   if (r.status == SaveResult::Status::skipped_no_room || r.status == SaveResult::Status::disk_full)
     fail(ErrorKind::budget, run_dir_.string(), "the final weights saved",
          "no room for them (" + manager_->resumable_from() + ")",
-         "free space (frugal du, frugal clean) or raise --disk-budget, then run the same command again");
+         "free space (frugal du, frugal clean) or raise {disk_budget}, then run the same command again");
   log_->done();
-  return {RunOutcome::Status::done, global_step_, global_step_};
+  return {SessionOutcome::Status::done, global_step_, global_step_};
 }
 
 }  // namespace
@@ -745,6 +753,6 @@ std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::strin
   return out;
 }
 
-RunOutcome run_training(const TrainConfig& config, Env& env) { return Run(config, env).execute(); }
+SessionOutcome train_session(const TrainConfig& config, Env& env) { return Session(config, env).execute(); }
 
 }  // namespace frugal

@@ -1,4 +1,4 @@
-// run_training end to end on a tiny generated data set (the cnn, a few steps on the CPU), with
+// train_session end to end on a tiny generated data set (the cnn, a few steps on the CPU), with
 // every file write and clock read going through a test Env: a full disk while appending
 // metrics, a failed write of the TensorBoard events, deadlines on a fake clock, and refusals that
 // must leave the run folder as they found it.
@@ -169,7 +169,7 @@ class RunEnv : public FaultEnv {
   };
 };
 
-class RunTest : public ::testing::Test {
+class SessionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { Progress::set_quiet(true); }
   void SetUp() override { data_ = make_archive(dir_.path()); }
@@ -177,11 +177,11 @@ class RunTest : public ::testing::Test {
   fs::path data_;
 };
 
-TEST_F(RunTest, TrainsAndWritesItsFilesThroughTheEnv) {
+TEST_F(SessionTest, TrainsAndWritesItsFilesThroughTheEnv) {
   RunEnv env;
   const fs::path run = dir_ / "run";
-  RunOutcome out = run_training(small_config(data_, run), env);
-  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(small_config(data_, run), env);
+  EXPECT_EQ(out.status, SessionOutcome::Status::done);
   EXPECT_GT(out.step, 0);
   EXPECT_TRUE(fs::exists(run / "config.json"));
   auto metrics = lines_of(run / "metrics.jsonl");
@@ -195,27 +195,27 @@ TEST_F(RunTest, TrainsAndWritesItsFilesThroughTheEnv) {
   EXPECT_GT(env.ops, 0) << "the run wrote nothing through its Env";
 }
 
-TEST_F(RunTest, DiskFullWhileAppendingMetricsDropsTheRecordAndTrainingGoesOn) {
+TEST_F(SessionTest, DiskFullWhileAppendingMetricsDropsTheRecordAndTrainingGoesOn) {
   RunEnv env;
   env.fail_prefix = "metrics.jsonl";
   env.fail_from = 1;  // the first epoch's line is written, the second's finds the disk full
   const fs::path run = dir_ / "run";
-  RunOutcome out = run_training(small_config(data_, run), env);
-  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(small_config(data_, run), env);
+  EXPECT_EQ(out.status, SessionOutcome::Status::done);
   EXPECT_GE(env.prefix_failures, 1);
   EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 1u);
   expect_whole_lines(run / "metrics.jsonl");
   EXPECT_FALSE(checkpoints(run).empty()) << "the checkpoints are not the log's to give up";
 }
 
-TEST_F(RunTest, AFailedWriteOfEventsDropsThemAndTrainingGoesOn) {
+TEST_F(SessionTest, AFailedWriteOfEventsDropsThemAndTrainingGoesOn) {
   RunEnv env;
   env.fail_prefix = "events.out.tfevents.";
   env.prefix_fault = FaultEnv::Fault::io;
   env.fail_from = 0;
   const fs::path run = dir_ / "run";
-  RunOutcome out = run_training(small_config(data_, run), env);
-  EXPECT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(small_config(data_, run), env);
+  EXPECT_EQ(out.status, SessionOutcome::Status::done);
   EXPECT_GE(env.prefix_failures, 1) << "the events were not written through the Env";
   EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 2u);
   // Nothing torn: an events file, if any, holds whole records only (here: none got through).
@@ -223,7 +223,7 @@ TEST_F(RunTest, AFailedWriteOfEventsDropsThemAndTrainingGoesOn) {
     if (n.rfind("events.out.tfevents.", 0) == 0) EXPECT_EQ(fs::file_size(run / n), 0u) << n;
 }
 
-TEST_F(RunTest, ADeadlineOnTheFakeClockStopsResumableJustBeforeIt) {
+TEST_F(SessionTest, ADeadlineOnTheFakeClockStopsResumableJustBeforeIt) {
   RunEnv env;
   env.tick = 0.25;  // every clock read: a step, a save, an evaluation each take a tick or a few
   const fs::path run = dir_ / "run";
@@ -231,8 +231,8 @@ TEST_F(RunTest, ADeadlineOnTheFakeClockStopsResumableJustBeforeIt) {
   c.epochs = 12;  // more than 20 fake seconds hold
   c.deadline = DeadlineSpec::parse("20s");
   const auto start = env.now;
-  RunOutcome out = run_training(c, env);
-  ASSERT_EQ(out.status, RunOutcome::Status::stopped_resumable);
+  SessionOutcome out = train_session(c, env);
+  ASSERT_EQ(out.status, SessionOutcome::Status::stopped_resumable);
   EXPECT_GT(out.step, 0);
   EXPECT_EQ(out.resumable_step, out.step) << "the stop step was saved";
   // The deadline counts from when the run starts (a tick or two after `start`).
@@ -251,18 +251,18 @@ TEST_F(RunTest, ADeadlineOnTheFakeClockStopsResumableJustBeforeIt) {
   RunEnv later;
   TrainConfig again = small_config(data_, run);
   again.epochs = 12;
-  RunOutcome done = run_training(again, later);
-  EXPECT_EQ(done.status, RunOutcome::Status::done);
+  SessionOutcome done = train_session(again, later);
+  EXPECT_EQ(done.status, SessionOutcome::Status::done);
   EXPECT_GT(done.step, out.step);
 }
 
-TEST_F(RunTest, ADeadlineTooShortIsABudgetErrorThatCreatesNothing) {
+TEST_F(SessionTest, ADeadlineTooShortIsABudgetErrorThatCreatesNothing) {
   FaultEnv env;  // the clock stands still: only the deadline's own length counts
   const fs::path run = dir_ / "new" / "run";
   TrainConfig c = small_config(data_, run);
   c.deadline = DeadlineSpec::parse("1s");
   try {
-    run_training(c, env);
+    train_session(c, env);
     FAIL() << "trained with a 1 s deadline";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::budget);
@@ -271,11 +271,11 @@ TEST_F(RunTest, ADeadlineTooShortIsABudgetErrorThatCreatesNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "new")) << "a refused run left a folder behind";
 }
 
-TEST_F(RunTest, RefusalsBeforeTrainingLeaveAnOldRunAsItWas) {
+TEST_F(SessionTest, RefusalsBeforeTrainingLeaveAnOldRunAsItWas) {
   const fs::path run = dir_ / "run";
   {
     RunEnv env;
-    ASSERT_EQ(run_training(small_config(data_, run), env).status, RunOutcome::Status::done);
+    ASSERT_EQ(train_session(small_config(data_, run), env).status, SessionOutcome::Status::done);
   }
   auto before = listing(run);
   auto metrics_before = lines_of(run / "metrics.jsonl");
@@ -290,7 +290,7 @@ TEST_F(RunTest, RefusalsBeforeTrainingLeaveAnOldRunAsItWas) {
   for (const TrainConfig* c : {&short_deadline, &huge}) {
     RunEnv env;
     try {
-      run_training(*c, env);
+      train_session(*c, env);
       ADD_FAILURE() << "not refused";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
@@ -300,29 +300,29 @@ TEST_F(RunTest, RefusalsBeforeTrainingLeaveAnOldRunAsItWas) {
   }
 }
 
-TEST_F(RunTest, FreshRemovesTheOldMetricsAndEvents) {
+TEST_F(SessionTest, FreshRemovesTheOldMetricsAndEvents) {
   const fs::path run = dir_ / "run";
   {
     RunEnv env;
-    ASSERT_EQ(run_training(small_config(data_, run), env).status, RunOutcome::Status::done);
+    ASSERT_EQ(train_session(small_config(data_, run), env).status, SessionOutcome::Status::done);
   }
   std::ofstream(run / "events.out.tfevents.1.old.frugal") << "old";
   TrainConfig c = small_config(data_, run);
   c.fresh = true;
   c.epochs = 1;
   RunEnv env;
-  ASSERT_EQ(run_training(c, env).status, RunOutcome::Status::done);
+  ASSERT_EQ(train_session(c, env).status, SessionOutcome::Status::done);
   EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 1u) << "the old run's lines are still there";
   EXPECT_FALSE(fs::exists(run / "events.out.tfevents.1.old.frugal"));
 }
 
-TEST_F(RunTest, OneClassIsRefusedAsBadInput) {
+TEST_F(SessionTest, OneClassIsRefusedAsBadInput) {
   TempDir one;
   const fs::path data = make_archive(one.path(), 1);
   const fs::path run = dir_ / "run";
   RunEnv env;
   try {
-    run_training(small_config(data, run), env);
+    train_session(small_config(data, run), env);
     FAIL() << "trained on one class";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid);

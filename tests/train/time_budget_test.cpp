@@ -1,4 +1,4 @@
-// frugal train --time-budget through run_training on a fake clock (the Env's steady clock moves
+// frugal train --time-budget through train_session on a fake clock (the Env's steady clock moves
 // a fixed tick at every read, so a step "takes" the same time on every run): the run plans its
 // steps once the first are timed, ends annealed within the budget, refuses a budget shorter than
 // one epoch before writing anything, continues its plan after a deadline cut, and re-plans when
@@ -113,8 +113,8 @@ class TimeBudgetRun : public ::testing::Test {
 TEST_F(TimeBudgetRun, PlansOnceTimedAndEndsAnnealedWithinTheBudget) {
   TickEnv env;
   const fs::path run = dir_ / "run";
-  RunOutcome out = run_training(budget_config(data_, run, "2m", 120), env);
-  ASSERT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(budget_config(data_, run, "2m", 120), env);
+  ASSERT_EQ(out.status, SessionOutcome::Status::done);
   auto plans = plan_records(run);
   ASSERT_FALSE(plans.empty());
   EXPECT_EQ(plans.front()["event"], "plan");
@@ -134,7 +134,7 @@ TEST_F(TimeBudgetRun, ABudgetShorterThanOneEpochIsRefusedBeforeAnythingIsWritten
   TickEnv env;
   const fs::path run = dir_ / "run";
   try {
-    run_training(budget_config(data_, run, "2s", 2), env);
+    train_session(budget_config(data_, run, "2s", 2), env);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
@@ -148,7 +148,7 @@ TEST_F(TimeBudgetRun, ADeadlineCutContinuesThePlanAndTheSessionsTimeCounts) {
   TickEnv first;
   TrainConfig c = budget_config(data_, run, "2m", 120);
   c.deadline = DeadlineSpec::parse("40s");
-  ASSERT_EQ(run_training(c, first).status, RunOutcome::Status::stopped_resumable);
+  ASSERT_EQ(train_session(c, first).status, SessionOutcome::Status::stopped_resumable);
   auto [cut, cut_step] = newest_schedule(run);
   const double spent_at_cut = cut["time_budget"]["spent_seconds"];
   EXPECT_GT(spent_at_cut, 25);
@@ -156,8 +156,8 @@ TEST_F(TimeBudgetRun, ADeadlineCutContinuesThePlanAndTheSessionsTimeCounts) {
   TickEnv second;
   // A later deadline, not none: the fake clock's time is its reads, and a deadline reads it too.
   c.deadline = DeadlineSpec::parse("10m");
-  RunOutcome out = run_training(c, second);
-  ASSERT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(c, second);
+  ASSERT_EQ(out.status, SessionOutcome::Status::done);
   auto [end, end_step] = newest_schedule(run);
   EXPECT_EQ(end["time_budget"]["schedule"]["total_steps"].get<std::int64_t>(), end_step);
   EXPECT_LE(end["time_budget"]["spent_seconds"].get<double>(), 120 * 1.15);
@@ -173,13 +173,13 @@ TEST_F(TimeBudgetRun, AnotherBudgetOnResumeReplansFromWhereTheRunIs) {
   TickEnv first;
   TrainConfig c = budget_config(data_, run, "2m", 120);
   c.deadline = DeadlineSpec::parse("40s");
-  ASSERT_EQ(run_training(c, first).status, RunOutcome::Status::stopped_resumable);
+  ASSERT_EQ(train_session(c, first).status, SessionOutcome::Status::stopped_resumable);
   auto [cut, cut_step] = newest_schedule(run);
   TickEnv second;
   c.deadline.reset();
   c.time_budget = {"3m", std::chrono::seconds(180)};
-  RunOutcome out = run_training(c, second);  // not refused: the budget is no learning option
-  ASSERT_EQ(out.status, RunOutcome::Status::done);
+  SessionOutcome out = train_session(c, second);  // not refused: the budget is no learning option
+  ASSERT_EQ(out.status, SessionOutcome::Status::done);
   bool replanned = false;
   for (const auto& p : plan_records(run))
     if (p["event"].get<std::string>().rfind("budget changed", 0) == 0) {

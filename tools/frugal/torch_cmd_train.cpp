@@ -94,8 +94,8 @@ int cmd_train(int argc, char** argv) {
          "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
 
   Progress::set_quiet(config.json);
-  const RunOutcome out = run_training(config);
-  const int rc = out.status == RunOutcome::Status::done ? 0 : exit_code(ErrorKind::interrupted);
+  const SessionOutcome out = train_session(config);
+  const int rc = out.status == SessionOutcome::Status::done ? 0 : exit_code(ErrorKind::interrupted);
   if (config.json) print_json({{"run", config.run}, {"exit_code", rc}});
   return rc;
 }
