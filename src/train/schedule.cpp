@@ -240,6 +240,7 @@ nlohmann::json TimeBudget::update(std::int64_t steps_done, double session_second
     const int enough = after_eval ? 1 : o_.measure_steps;
     if (step_.count() < enough) return nullptr;
     speed_checked_ = true;
+    last_check_ = steps_done;
     return revise(steps_done, session_seconds, "plan", true);
   }
   if (saved_budget_ >= 0 && saved_budget_ != o_.budget) {
@@ -248,10 +249,17 @@ nlohmann::json TimeBudget::update(std::int64_t steps_done, double session_second
     return revise(steps_done, session_seconds, reason, false);
   }
   // A resumed session re-plans once it has timed its own steps (another machine, a busier one),
-  // and any session after each evaluation and save (their costs are then known too).
+  // any session after each evaluation and save (their costs are then known too), and between them
+  // every 2% of the steps left (at least measure_steps apart): the first steps' speed is not the
+  // steady one (they take batches decoded while the model was set up; a neighbour starts work), and
+  // an error found only at an epoch's end can be too late to anneal in the time left.
   bool check = after_eval;
   if (!speed_checked_ && step_.count() >= o_.measure_steps) check = speed_checked_ = true;
-  if (!check || !plan_is_off(inputs(steps_done, session_seconds), schedule_.total_steps, o_.slack)) return nullptr;
+  const std::int64_t every = std::max<std::int64_t>(o_.measure_steps, (schedule_.total_steps - steps_done) / 50);
+  if (speed_checked_ && steps_done - last_check_ >= every) check = true;
+  if (!check) return nullptr;
+  last_check_ = steps_done;
+  if (!plan_is_off(inputs(steps_done, session_seconds), schedule_.total_steps, o_.slack)) return nullptr;
   return revise(steps_done, session_seconds, after_eval ? "evaluation" : "speed", false);
 }
 

@@ -113,7 +113,7 @@ namespace frugal {
 //  - a resumed run continues the saved schedule; a changed budget re-plans at once (on the saved
 //    costs), and the speed measured in this session re-plans when the plan is off by more than
 //    the slack;
-//  - after each evaluation and save the plan is checked again.
+//  - after each evaluation and save, and every 2% of the steps left, the plan is checked again.
 class TimeBudget {
  public:
   struct Options {
@@ -172,6 +172,7 @@ class TimeBudget {
   bool planned_ = false, step_seen_ = false, speed_checked_ = false;
   double spent_before_ = 0, planned_end_ = 0;
   double saved_budget_ = -1;  // the budget the resumed checkpoint was planned for (-1: fresh)
+  std::int64_t last_check_ = 0;  // the step of the last plan check
   CostMeter step_, eval_, save_;
   RunCosts prior_;
 };

@@ -42,7 +42,7 @@ cell() {  # cell DEADLINE > script
   echo "TMPDISK=$tmp/tmpdisk"
   echo "REPO=$src"
   echo "DATA=upload/photos.zip.manifest.json"
-  echo 'TRAIN="--model cnn --epochs 40 --batch-size 16 --workers 1 --seed 2"'
+  echo 'TRAIN="--model cnn --time-budget 40s --batch-size 16 --workers 1 --seed 2"'
   echo "DEADLINE=$1"
   sed -n "/^# (edit the lines above/,\$p" "$tmp/cell.in"
 }
@@ -73,5 +73,20 @@ grep -q "^stopped (deadline)" "$s1" && ok "session 1 was cut by its deadline" ||
 [ "$stopped" -ge 1 ] && [ "$resumed" -eq "$stopped" ] && ok "$stopped sessions stopped at the deadline (75), each next one resumed" ||
   bad "stopped $stopped, resumed $resumed"
 [ -d "$tmp/working/runs/r18" ] && ok "the run is in the persistent folder" || bad "no runs/r18 in WORK"
+# The time budget: planned in session 1, continued in session 2, and the model saved at the end of
+# its schedule (the last step's learning rate near 0), within the budget (40 s and a step).
+grep -q "^planned [0-9,]* steps" "$s1" && ok "session 1 planned its steps for the budget" || bad "no plan in session 1"
+grep -q "^time budget: continuing the plan" "$tmp/s2.log" && ok "session 2 continued the plan" ||
+  bad "session 2 did not continue the plan: $(grep -i budget "$tmp/s2.log" | head -3)"
+"$py" - "$tmp/working/runs/r18/metrics.jsonl" <<'PY' && ok "annealed: the last epoch's learning rate is below 1% of the peak, and the budget held" || bad "not annealed or over budget: $(tail -c 600 "$tmp/working/runs/r18/metrics.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+epochs = [l for l in lines if "epoch" in l]
+plans = [l["time_budget"] for l in lines if "time_budget" in l]
+peak = 1e-3  # frugal train's default --lr
+assert epochs and plans, "no epochs or plans"
+assert epochs[-1]["lr"] < 0.01 * peak, epochs[-1]["lr"]
+assert plans[-1]["end_seconds"] <= 40 + plans[-1]["costs"]["step"], plans[-1]
+PY
 
 finish

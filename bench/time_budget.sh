@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Training to a time budget (issue 19): Fashion-MNIST `cnn` on THREADS cores, three runs in one go,
+# each given the same BUDGET of wall-clock time, each then scored by `frugal eval` on the test set:
+#   budget   `--time-budget BUDGET --epochs auto`: frugal plans the steps and anneals at the end;
+#   cut      `--epochs LONG --deadline BUDGET`: a fixed schedule too long for the time, cut by the
+#            deadline (exit 75) mid-schedule, as a user who guessed high gets it;
+#   by_hand  `--epochs N` with N the whole epochs that fit in BUDGET as a user plans it by hand
+#            from one timed epoch (the cut run's first epoch: its training and evaluation time).
+# Prints one JSON line: each run's test accuracy and seconds, and whether the budgeted run's
+# accuracy is >= both others (budget_wins). Accuracies from one seed differ by ~0.3 points
+# between runs of the same schedule; the comparison is one run each.
+# Env: FRUGAL_BIN (default build/bin), BUDGET (3m), LONG (12), THREADS (2), AMP as bench/fashion_cnn.sh.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${FRUGAL_BIN:-$here/../build/bin}
+budget=${BUDGET:-3m} long=${LONG:-12} threads=${THREADS:-2}
+if [[ -z ${AMP:-} ]] && grep -qwE 'amx_bf16|avx512_bf16' /proc/cpuinfo 2>/dev/null; then amp=bf16; else amp=${AMP:-off}; fi
+idx=/usr/share/datasets/fashion-mnist
+[[ -x $bin/frugal ]] || { echo "bench/time_budget.sh: $bin/frugal not built" >&2; exit 1; }
+[[ -f $idx/train-images-idx3-ubyte.gz ]] || { echo "bench/time_budget.sh: $idx missing (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
+w=$(mktemp -d "${TMPDIR:-/tmp}/frugal-bench-budget.XXXXXX"); trap 'rm -rf "$w"' EXIT
+"$bin/frugal" pack "$idx/train-images-idx3-ubyte.gz" -o "$w/train.zip" >/dev/null 2>"$w/pack.log" || { cat "$w/pack.log" >&2; exit 1; }
+"$bin/frugal" pack "$idx/t10k-images-idx3-ubyte.gz" -o "$w/test.zip" >/dev/null 2>"$w/pack.log" || { cat "$w/pack.log" >&2; exit 1; }
+pin=()
+command -v taskset >/dev/null && [ "$(nproc)" -gt "$threads" ] && pin=(taskset -c "0-$((threads - 1))")
+common=(--data "$w/train.zip" --val "$w/test.zip" --model cnn --batch-size 128 --lr 2e-3 --workers "$threads"
+        --device cpu --amp "$amp" --seed 1)
+
+# run NAME EXPECTED_RC ARGS...: trains into $w/NAME, records its seconds in $w/NAME.secs
+run() {
+  local name=$1 want=$2 rc=0 t0 t1
+  shift 2
+  t0=$(date +%s.%N)
+  "${pin[@]}" "$bin/frugal" train "${common[@]}" --run "$w/$name" "$@" 2>"$w/$name.log" || rc=$?
+  t1=$(date +%s.%N)
+  if [[ $rc != "$want" ]]; then
+    echo "bench/time_budget.sh: $name exited $rc, expected $want" >&2; tail -20 "$w/$name.log" >&2; exit 1
+  fi
+  python3 -c "print($t1 - $t0)" >"$w/$name.secs"
+}
+acc() { "$bin/frugal" eval "$w/$1" --data "$w/test.zip" --json | sed -n 's/^  "accuracy": \([0-9.]*\),*$/\1/p'; }
+
+run cut 75 --epochs "$long" --deadline "$budget"
+# The hand plan: whole epochs of the cut run's first (training at its speed, plus its evaluation).
+by_hand=$(python3 - "$w/cut/metrics.jsonl" "$budget" <<'PY'
+import json, re, sys
+first = next(json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l)
+n, unit = re.fullmatch(r"([0-9.]+)([smh]?)", sys.argv[2]).groups()
+budget = float(n) * {"": 1, "s": 1, "m": 60, "h": 3600}[unit]
+epoch = 60000 / first["images_per_s"] + first["eval_seconds"]
+print(max(1, int(budget // epoch)))
+PY
+)
+run by_hand 0 --epochs "$by_hand"
+run budget 0 --epochs auto --time-budget "$budget"
+plan=$(grep -o 'planned [^"]*' "$w/budget.log" | head -1 || true)
+python3 - "$(acc budget)" "$(acc cut)" "$(acc by_hand)" "$(cat "$w/budget.secs")" "$(cat "$w/cut.secs")" \
+  "$(cat "$w/by_hand.secs")" "$by_hand" "$budget" "$long" "$threads" "$amp" "$plan" <<'PY'
+import json, sys
+a = sys.argv[1:]
+budget, cut, by_hand = float(a[0]), float(a[1]), float(a[2])
+print(json.dumps({"bench": "time_budget", "budget": a[7], "threads": int(a[9]), "amp": a[10],
+                  "budget_accuracy": budget, "budget_seconds": round(float(a[3]), 1), "plan": a[11],
+                  "cut_epochs": int(a[8]), "cut_accuracy": cut, "cut_seconds": round(float(a[4]), 1),
+                  "by_hand_epochs": int(a[6]), "by_hand_accuracy": by_hand, "by_hand_seconds": round(float(a[5]), 1),
+                  "budget_wins": budget >= cut and budget >= by_hand}))
+PY
