@@ -87,6 +87,10 @@ struct Schedule {
 class CostMeter {
  public:
   explicit CostMeter(int warm = 8, double weight = 0.05) : warm_(warm), weight_(weight) {}
+  // Averages over a time window instead of a number of samples: a sample of `seconds` weighs
+  // 1 - exp(-seconds / window), so 0.03 s steps and 3 s steps are both averaged over ~`window` s
+  // (a fixed weight follows the noise of short steps and reacts slowly to long ones).
+  void set_window(double seconds) { window_ = seconds; }
   void set_prior(double seconds) { prior_ = seconds; }
   void add(double seconds);
   bool measured() const { return count_ > 0; }
@@ -96,7 +100,7 @@ class CostMeter {
 
  private:
   int warm_;
-  double weight_, prior_ = 0, value_ = 0;
+  double weight_, window_ = 0, prior_ = 0, value_ = 0;
   int count_ = 0;
 };
 

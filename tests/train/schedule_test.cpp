@@ -336,6 +336,21 @@ TEST(CostMeter, OneSlowSampleMovesTheEstimateLittle) {
   EXPECT_NEAR(m.value(), 1.5, 1e-12);
 }
 
+TEST(CostMeter, AWindowInSecondsAveragesShortAndLongStepsOverTheSameTime) {
+  // After `window` seconds of a new speed, the estimate has moved 1 - 1/e of the way, whether the
+  // steps take 2 s or 20 ms.
+  CostMeter slow(1);
+  slow.set_window(10);
+  slow.add(1.0);
+  for (int i = 0; i < 5; ++i) slow.add(2.0);  // 10 s
+  EXPECT_NEAR(slow.value(), 2.0 - std::exp(-1.0), 1e-12);
+  CostMeter fast(1);
+  fast.set_window(10);
+  fast.add(0.01);
+  for (int i = 0; i < 500; ++i) fast.add(0.02);  // 10 s
+  EXPECT_NEAR(fast.value(), 0.02 - 0.01 * std::exp(-1.0), 1e-12);
+}
+
 TEST(TimeBudgetPlan, AnEpochShorterThanTheTimedStepsIsPlannedAtItsEnd) {
   TimeBudget tb({600, 3});
   tb.record_step(1.0);  // not timed: the session's first
