@@ -226,7 +226,9 @@ ExtractResult extract(const Archive& archive, const ExtractOptions& options) {
   const std::vector<std::size_t> selected = select_entries(archive, options);
   refuse_unsafe(archive, selected);
   check_budgets(archive, selected, options);
-  fs::create_directories(options.dir);
+  std::error_code made;
+  fs::create_directories(options.dir, made);
+  if (made) fail_errno("create folder", options.dir.string(), made.value());
   const fs::path root = fs::canonical(options.dir);
   ExtractResult result;
   std::uint64_t total = 0;

@@ -64,7 +64,8 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
     fail(ErrorKind::usage, file.string(), "{size} above 0", "0", "give a size like 1000M");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const std::filesystem::path dir = options.out_dir.empty() ? file.parent_path() : options.out_dir;
-  if (!dir.empty()) std::filesystem::create_directories(dir);
+  if (std::error_code made; !dir.empty() && !std::filesystem::create_directories(dir, made) && made)
+    fail_errno("create folder", dir.string(), made.value());
   const std::string name = file.filename().string();
   const auto manifest_path = (dir.empty() ? std::filesystem::path(".") : dir) / (name + ".manifest.json");
   auto old_parts = retire_old_manifest(manifest_path, name);

@@ -59,7 +59,7 @@ bool improves(const Checkpoint& c, const std::optional<double>& best) {
 
 CheckpointManager::CheckpointManager(fs::path run, CheckpointOptions options, Env& env)
     : run_(std::move(run)), options_(options), env_(env) {
-  fs::create_directories(run_);
+  env_.create_dirs(run_);
 }
 
 int CheckpointManager::remove_temporaries() {

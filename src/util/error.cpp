@@ -48,6 +48,7 @@ void fail_errno(const std::string& what, const std::string& path, int err) {
     case ENOSPC:
     case EDQUOT: hint = "free disk space (frugal du, frugal clean) and run again"; break;
     case EISDIR: hint = "give a file, not a folder"; kind = ErrorKind::usage; break;
+    case ENOTDIR: hint = "a folder on the path is a file"; kind = ErrorKind::usage; break;
     default: break;
   }
   throw Error(kind, message(path, "", "", what + " failed: " + std::strerror(err) +

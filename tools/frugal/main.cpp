@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
     } catch (const frugal::Error& e) {
       std::fprintf(stderr, "frugal %s: %s\n", c.name, frugal::cli::fit_advice(without_prefix(e.what(), c.name), c.name).c_str());
       return frugal::exit_code(e.kind());
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A file-system call no library wrapped: the user's disk or path, not a bug (exit 1 either way).
+      std::fprintf(stderr, "frugal %s: %s: %s; check the path and its permissions\n", c.name, e.path1().string().c_str(),
+                   e.code().message().c_str());
+      return frugal::exit_code(frugal::ErrorKind::io);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, e.what());
       return 1;

@@ -85,8 +85,25 @@ SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t he
   return h;
 }
 
+// What a file given where a model belongs is, by its first bytes, when it is a format users mix up
+// with one (the data archive, an image, a PyTorch .pt file); "" when not recognised.
+std::string other_format(const unsigned char* b) {
+  if (b[0] == 'P' && b[1] == 'K' && ((b[2] == 3 && b[3] == 4) || (b[2] == 5 && b[3] == 6)))
+    return "a zip archive (a dataset, or PyTorch's torch.save format, .pt/.pth)";
+  if (b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return "a JPEG image";
+  if (b[0] == 0x89 && b[1] == 'P' && b[2] == 'N' && b[3] == 'G') return "a PNG image";
+  if (b[0] == 0x1F && b[1] == 0x8B) return "a gzip file";
+  if (b[0] == '{') return "a JSON file";
+  return "";
+}
+
 // The header length field against the file size, without wrapping: 8 + n must fit in `size`.
-void check_header_length(std::uint64_t n, std::uint64_t size, const std::string& name) {
+// `first` holds the file's first 8 bytes (the length field).
+void check_header_length(std::uint64_t n, std::uint64_t size, const std::string& name, const unsigned char* first) {
+  if (n > kMaxHeader || !range_inside(8, n, size))
+    if (std::string other = other_format(first); !other.empty())
+      fail(ErrorKind::usage, name, "a model: a run folder or a safetensors file (.safetensors)", other,
+           "give the run folder or its checkpoint; a PyTorch .pt file converts with safetensors.torch.save_file");
   if (n > kMaxHeader || !range_inside(8, n, size))
     fail(ErrorKind::invalid, name, "a header of at most " + std::to_string(std::min(size - 8, kMaxHeader)) + " bytes",
          "a header length of " + std::to_string(n), "the file is truncated or not safetensors");
@@ -150,7 +167,7 @@ SafetensorsHeader parse_safetensors_header(const void* data, std::size_t size, c
       fail(ErrorKind::invalid, name, "at least 8 bytes (safetensors header length)", std::to_string(size) + " bytes",
            "the file is truncated; use an earlier checkpoint");
     std::uint64_t n = read_le64(p);
-    check_header_length(n, size, name);
+    check_header_length(n, size, name, p);
     auto h = parse_header_json(std::string_view(reinterpret_cast<const char*>(p + 8), n), n, name);
     check_payload_inside(h, size, name);
     return h;
@@ -169,7 +186,7 @@ SafetensorsHeader read_safetensors_header(const fs::path& path) {
            std::to_string(size) + " bytes", "the file is truncated; use an earlier checkpoint");
     pread_full(fd.get(), len, 8, 0, path.string());
     std::uint64_t n = read_le64(len);
-    check_header_length(n, size, path.string());
+    check_header_length(n, size, path.string(), reinterpret_cast<const unsigned char*>(len));
     std::string json(n, '\0');
     pread_full(fd.get(), json.data(), n, 8, path.string());
     auto h = parse_header_json(json, n, path.string());
