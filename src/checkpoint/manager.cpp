@@ -59,7 +59,11 @@ bool improves(const Checkpoint& c, const std::optional<double>& best) {
 
 CheckpointManager::CheckpointManager(fs::path run, CheckpointOptions options, Env& env)
     : run_(std::move(run)), options_(options), env_(env) {
-  env_.create_dirs(run_);
+  // Made once, before any save: a failure is the caller's error naming the folder (exit 2 or 1), not
+  // a save the manager could skip, so it is not one of env_'s writes.
+  std::error_code made;
+  fs::create_directories(run_, made);
+  if (made) fail_errno("create folder", run_.string(), made.value());
 }
 
 int CheckpointManager::remove_temporaries() {
