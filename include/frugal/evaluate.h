@@ -54,6 +54,9 @@ struct EvalOptions {
   bool oom_noted = false;
   std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's
   std::function<void(std::int64_t samples)> after_batch;      // each batch done (progress)
+  // Data-parallel: each process evaluates its shard of the data; this sums the counts (loss sum,
+  // hits and samples per class) over the processes in place, so every one reports the whole set.
+  std::function<void(std::vector<torch::Tensor>& counts)> reduce;
 };
 
 EvalResult evaluate(Model& model, BatchSource& source, int num_classes, const StepOptions& options,

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,12 @@ std::vector<std::string> model_names();
 // Unknown or missing names, or other shape mismatches -> Error(invalid).
 std::string load_weights(Model& model, const std::map<std::string, torch::Tensor>& tensors,
                          bool allow_head_mismatch);
+
+// --sync-bn: while training, every batch norm layer computes its batch statistics over all the
+// processes of a data-parallel run; `all_reduce_sum` sums a tensor over them in place (called in
+// forward and in backward, in the same order on every process). nullptr (the default): each
+// process normalises by its own batch, as torch::nn::BatchNorm2d.
+void set_batch_norm_sync(std::function<void(torch::Tensor&)> all_reduce_sum);
 
 // Parameters + buffers (num_batches_tracked included) under torchvision names, on the CPU.
 std::map<std::string, torch::Tensor> state_dict(const Model& model);

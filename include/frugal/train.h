@@ -122,6 +122,10 @@ struct StepOptions {
   torch::Device device = torch::kCPU;
   bool channels_last = false;  // lay each micro-batch out channels-last (see to_channels_last)
   std::vector<float> mean{0.5f}, std{0.5f};  // normalization of uint8 images
+  // Data-parallel with --sync-bn: each batch is forwarded in ceil(max(its size, this) /
+  // micro_batch) chunks, empty ones too, so that every rank makes the same collectives (0: only
+  // the chunks that hold samples).
+  std::int64_t equal_forwards = 0;
 };
 
 // Stores the model's 4-D weights channels-last, as PyTorch's module.to(memory_format=...) does:
@@ -155,8 +159,18 @@ struct StepResult {
 class TrainStep {
  public:
   TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options);
-  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
+  // `global_samples`: the step's samples over all the processes of a data-parallel run (0: these
+  // batches are the whole step). Each micro-batch's loss is weighted by its share of them, so that
+  // the gradients summed over the processes (reduce_gradients) are those of the global batch's
+  // mean loss; the result's loss and samples are then the global batch's too.
+  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples = 0);
   int micro_batch() const { return options_.micro_batch; }
+
+  // Data-parallel: called once per optimizer step, after the last micro-batch's backward and
+  // before unscaling: sums the parameters' gradients (undefined ones as zeros) and `extra` (the
+  // step's loss sum) over the processes, in place. Every process then unscales, checks for inf/NaN
+  // and steps on the same gradients: one decision, taken alike everywhere.
+  std::function<void(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra)> reduce_gradients;
 
   // Test seams: called before each micro-batch's forward with a running micro-step counter, and
   // before optimizer.step(); may throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
@@ -164,7 +178,7 @@ class TrainStep {
   std::function<void()> before_optimizer_step;
 
  private:
-  StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches);
+  StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples);
   std::vector<torch::Tensor> trainable() const;
 
   Model& model_;
@@ -241,6 +255,11 @@ struct TrainConfig {
   // "gpu": training batches decoded by nvJPEG and transformed on the GPU (GpuLoader; needs a CUDA
   // device); "cpu": the CPU Loader.
   DecodeChoice decode = DecodeChoice::cpu;
+  // Data-parallel (WORLD_SIZE > 1 in the environment, as torchrun sets it): --sync-bn, the wait for
+  // another process before giving up, and --nproc (the command runs torchrun for the user).
+  bool sync_bn = false;
+  std::chrono::seconds dist_timeout{120};
+  int nproc = 1;
 
   // The options as config.json and checkpoints record them (keys and values unchanged since
   // version 1, so old runs resume): one entry per row of train_options() that has a `get`.
@@ -293,5 +312,9 @@ struct SessionOutcome {
 // that does not fit (disk, memory, a deadline too short for one step) leave the run folder as they
 // found it (a folder it had to create is removed again).
 SessionOutcome train_session(const TrainConfig& config, Env& env = Env::real());
+
+// The torch.distributed backends this build can train several processes with (torchrun; README
+// "Several GPUs or machines"): "gloo (CPU)", and "nccl 2.27.3 (CUDA)" in a CUDA build.
+std::vector<std::string> distributed_backends();
 
 }  // namespace frugal

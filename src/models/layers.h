@@ -19,7 +19,16 @@ struct SeqImpl : torch::nn::SequentialImpl {
 };
 TORCH_MODULE(Seq);
 
-inline torch::nn::BatchNorm2d bn(int channels) { return torch::nn::BatchNorm2d(channels); }
+// torch::nn::BatchNorm2d (the same parameters, buffers and names) whose training forward computes
+// the batch statistics over every process of a data-parallel run when set_batch_norm_sync() gave
+// it a collective (--sync-bn; batch_norm.cpp); otherwise it is BatchNorm2d's own forward.
+struct Norm2dImpl : torch::nn::BatchNorm2dImpl {
+  using torch::nn::BatchNorm2dImpl::BatchNorm2dImpl;
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(Norm2d);
+
+inline Norm2d bn(int channels) { return Norm2d(channels); }
 
 // Runs `fn(x)` (the forward of `block`) without keeping its activations; backward recomputes them
 // with the RNG and autocast state of the first pass restored, and `block`'s buffers (batch-norm

@@ -24,7 +24,7 @@ struct BasicBlockImpl : torch::nn::Module {
     return torch::relu(out + identity);
   }
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  Norm2d bn1{nullptr}, bn2{nullptr};
   torch::nn::Sequential downsample{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -51,7 +51,7 @@ struct BottleneckImpl : torch::nn::Module {
     return torch::relu(out + identity);
   }
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  Norm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -93,7 +93,7 @@ class ResNet : public Model {
 
  private:
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  Norm2d bn1{nullptr};
   std::vector<torch::nn::Sequential> stages;
   torch::nn::Linear fc{nullptr};
 };

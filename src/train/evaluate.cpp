@@ -163,6 +163,10 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
     if (e.after_batch) e.after_batch(n);
   }
   model.train(was_training);
+  if (e.reduce) {
+    std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count};
+    e.reduce(counts);
+  }
   EvalResult r;
   auto c = correct.cpu(), n = count.cpu();
   r.samples = n.sum().item<std::int64_t>();

@@ -12,7 +12,8 @@ namespace {
 // learning_keys() (train_options.cpp): the options that define the model, the data, the
 // optimisation and the randomness. Anything else (deadline, budgets, workers, save cadence,
 // device, amp) may change between sessions. The micro-batch may change too, as long as the
-// effective batch B x K stays the same, which is what OOM recovery itself does.
+// effective batch B x K x W (W: the processes of a data-parallel run, "world_size") stays the same,
+// which is what OOM recovery itself does, and what resuming 2 ranks of B as 1 process of 2B keeps.
 // Paths (--data, --val, --init) are not compared: a new session often mounts the data elsewhere,
 // and --init only matters before the first checkpoint; the data's identity is its classes and
 // image count.
@@ -39,15 +40,17 @@ std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlo
       if (!c[key].is_number_integer()) return std::nullopt;
       return c[key].get<std::int64_t>();
     };
-    auto b = number("batch_size", 0), k = number("accum", 1);
-    std::int64_t product = 0;
-    if (!b || !k || __builtin_mul_overflow(*b, *k, &product)) return std::nullopt;
+    auto b = number("batch_size", 0), k = number("accum", 1), w = number("world_size", 1);
+    std::int64_t bk = 0, product = 0;
+    if (!b || !k || !w || __builtin_mul_overflow(*b, *k, &bk) || __builtin_mul_overflow(bk, *w, &product))
+      return std::nullopt;
     return product;
   };
   auto text = [](std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string("unreadable"); };
   if (saved.contains("batch_size") && now.contains("batch_size") &&
       (!effective(saved) || effective(saved) != effective(now)))
-    out.push_back("effective batch (batch_size x accum): " + text(effective(saved)) + " -> " + text(effective(now)));
+    out.push_back("effective batch (batch_size x accum x processes): " + text(effective(saved)) + " -> " +
+                  text(effective(now)));
   return out;
 }
 

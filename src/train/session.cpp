@@ -13,11 +13,13 @@
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/gpu_loader.h"
+#include "frugal/image.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
 #include "frugal/train.h"
 #include "frugal/units.h"
 #include "train/device.h"
+#include "train/distributed.h"
 #include "train/events.h"
 #include "train/schedule.h"
 #include "train/train_log.h"
@@ -44,6 +46,9 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 class Session {
  public:
   Session(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
+  ~Session() {
+    if (c_.sync_bn) set_batch_norm_sync(nullptr);
+  }
   SessionOutcome execute();
 
  private:
@@ -57,7 +62,21 @@ class Session {
   bool train_epoch(std::int64_t epoch, std::int64_t position);
   void end_of_epoch(std::int64_t epoch);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
+  void checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait);
   void save(const Checkpoint& ckpt, bool wait);
+  void join_group();
+  void average_buffers();
+  struct StepShare {  // what every rank agrees on before a step
+    bool stop = false;
+    std::int64_t samples = 0, total_steps = 0;
+    double lr = 0;
+    bool save_after = false;
+  };
+  StepShare share_step(bool stop, std::int64_t samples, double lr, bool save_after);
+  std::int64_t from_rank0(std::int64_t value);
+  bool rank0() const { return !dist_ || dist_->rank() == 0; }
+  int world() const { return dist_ ? dist_->world() : 1; }
+  std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * world(); }
   void check_disk_budget();
   bool may_write(std::uint64_t bytes, const char* what);
   void append_metrics(const std::string& line);
@@ -93,6 +112,8 @@ class Session {
   SignalGuard signals_;
   std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
+  std::optional<DistEnv> dist_env_;        // launched by torchrun as one of several ranks
+  std::unique_ptr<ProcessGroup> dist_;     // joined once the device is known
   Env::SteadyTime last_save_;
   Env::SteadyTime session_start_;  // this session's time counts against a time budget
   std::optional<TimeBudget> time_budget_;
@@ -168,7 +189,11 @@ void Session::build_model() {
   info_.classes = classes_;
   if (c_.image_size > 0) info_.image_size = c_.image_size;
 
-  std::tie(device_, amp_) = resolve_device(c_.device.text(), c_.amp ? to_string(*c_.amp) : "auto");
+  // Several ranks on one machine: each takes the GPU of its LOCAL_RANK (cuda and auto alike).
+  std::string device = c_.device.text();
+  if (dist_env_ && c_.device.kind != DeviceKind::cpu && c_.device.index < 0 && torch::cuda::is_available())
+    device = "cuda:" + std::to_string(dist_env_->local_rank);
+  std::tie(device_, amp_) = resolve_device(device, c_.amp ? to_string(*c_.amp) : "auto");
   if (c_.gpu_memory)
     if (std::string line = limit_gpu_memory(device_, c_.gpu_memory.bytes); !line.empty()) note(line);
   note("device: " + configure_device(device_) + ", precision: " + to_string(amp_));
@@ -286,7 +311,7 @@ void Session::prepare_resume() {
   co.retention.keep_last = c_.keep_last;
   co.delta = c_.delta;
   manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
-  if (c_.disk_budget) {
+  if (c_.disk_budget && rank0()) {  // only rank 0 writes
     DiskBudgetOptions bo;
     bo.limit = c_.disk_budget.bytes;
     bo.own_folder = run_dir_;
@@ -303,6 +328,7 @@ void Session::prepare_resume() {
   nlohmann::json now = c_.to_json();
   now["classes"] = classes_;
   now["train_images"] = train_->size();
+  now["world_size"] = world();
   if (auto changes = learning_changes(ck.config, now); !changes.empty()) {
     std::string list;
     for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
@@ -339,6 +365,7 @@ void Session::prepare_resume() {
 void Session::begin_writing() {
   if (writing_) return;
   writing_ = true;
+  if (!rank0()) return;  // rank 0 writes the run folder; the others only train
   if (int n = manager_->remove_temporaries()) note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
   if (c_.fresh) {
     // The old run's checkpoints carry higher step numbers and would rank newest, and its metrics
@@ -380,6 +407,7 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
   ck.config = c_.to_json();
   ck.config["classes"] = classes_;
   ck.config["train_images"] = train_->size();
+  ck.config["world_size"] = world();  // the global batch is batch_size x accum x world_size
   if (last_val_accuracy_) {
     ck.metric_value = last_val_accuracy_;
     ck.metric_name = "val_accuracy";
@@ -422,6 +450,7 @@ void Session::log_write_failed(const char* what, const Error& e) {
 // One whole line or nothing: an appendable file cuts a failed append back (env.h), so a reader
 // never sees a torn record.
 void Session::append_metrics(const std::string& line) {
+  if (!rank0()) return;
   if (!may_write(line.size(), kMetricsFile)) return;
   try {
     auto file = env_.new_appendable_file(run_dir_ / kMetricsFile);
@@ -446,7 +475,11 @@ void Session::log_scalar(const char* tag, double value) {
 // saved, else from the last one saved; with none saved a rerun would start over, which is a
 // budget failure.
 SessionOutcome Session::stopped() {
-  const auto step = manager_->resumable_step();
+  std::optional<std::int64_t> step = rank0() ? manager_->resumable_step() : std::nullopt;
+  if (dist_) {  // rank 0 saved: every rank reports what it saved
+    const std::int64_t saved = from_rank0(step.value_or(-1));
+    step = saved >= 0 ? std::optional<std::int64_t>(saved) : std::nullopt;
+  }
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
   SessionOutcome out{SessionOutcome::Status::stopped_resumable, global_step_, step.value_or(-1)};
   if (step && *step == global_step_) {
@@ -461,6 +494,13 @@ SessionOutcome Session::stopped() {
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
        "none (" + at + ", no checkpoint fit)",
        "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise {disk_budget}");
+}
+
+// Every rank calls this at the same step: the BatchNorm statistics are made equal first, then rank 0
+// saves.
+void Session::checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait) {
+  average_buffers();
+  if (rank0()) save(make_checkpoint(epochs_done, position, loader_epoch), wait);
 }
 
 // A background save costs the loop only its snapshot, but the save made when stopping is waited
@@ -494,37 +534,134 @@ bool Session::should_stop(bool eval_due) {
   return false;
 }
 
+// Joins the ranks torchrun started (distributed.h); one process with --sync-bn normalises through
+// the same code, its own batch being the whole batch.
+void Session::join_group() {
+  if (!dist_env_) {
+    if (c_.sync_bn) set_batch_norm_sync([](torch::Tensor&) {});
+    return;
+  }
+  dist_ = ProcessGroup::join(*dist_env_, device_, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout));
+  note("distributed: rank " + std::to_string(dist_->rank()) + " of " + std::to_string(dist_->world()) + " (" +
+       dist_->backend() + "), a global batch of " + count(global_batch(), "image", "images") +
+       (c_.sync_bn ? ", batch norm over all ranks" : ", batch norm per rank (averaged before evaluating and saving)"));
+  ProcessGroup* g = dist_.get();
+  eval_options_.reduce = [g](std::vector<torch::Tensor>& counts) { g->all_reduce_sum(counts); };
+  if (c_.sync_bn)
+    set_batch_norm_sync([g](torch::Tensor& t) {
+      std::vector<torch::Tensor> one{t};
+      g->all_reduce_sum(one);
+    });
+}
+
+// BatchNorm running statistics differ between ranks that normalise by their own batches: before
+// evaluating and saving they are averaged, so that every rank evaluates and rank 0 saves one model
+// whose statistics come from all the data seen (an average of estimates over equal shares; a
+// broadcast of rank 0's would throw the others' away). With --sync-bn they are equal already.
+void Session::average_buffers() {
+  if (!dist_) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> floating;
+  for (auto& b : model_->buffers())
+    if (b.is_floating_point()) floating.push_back(b);
+  if (floating.empty()) return;
+  dist_->all_reduce_sum(floating);
+  for (auto& b : floating) b.div_(world());
+}
+
+// One small collective per step, the same on every rank: a stop asked for on any rank (signal,
+// deadline) stops all at this step; the step's samples over all ranks weight each loss; rank 0's
+// plan (steps, learning rate, a save after the step) is everyone's.
+Session::StepShare Session::share_step(bool stop, std::int64_t samples, double lr, bool save_after) {
+  const bool signal = stop && stop_reason_.rfind("signal", 0) == 0;
+  auto t = torch::zeros({6}, torch::kFloat64);
+  auto a = t.accessor<double, 1>();
+  a[0] = signal ? 1 : 0;
+  a[1] = stop && !signal ? 1 : 0;
+  a[2] = static_cast<double>(samples);
+  if (rank0()) {
+    a[3] = static_cast<double>(total_steps_);
+    a[4] = lr;
+    a[5] = save_after ? 1 : 0;
+  }
+  std::vector<torch::Tensor> v{device_.is_cuda() ? t.to(device_) : t};
+  dist_->all_reduce_sum(v);
+  auto sum = v[0].cpu();
+  auto r = sum.accessor<double, 1>();
+  StepShare out;
+  out.stop = r[0] + r[1] > 0;
+  if (out.stop && !stop) stop_reason_ = r[0] > 0 ? "signal on another rank" : "deadline";  // one deadline for all
+  out.samples = static_cast<std::int64_t>(r[2]);
+  out.total_steps = static_cast<std::int64_t>(r[3]);
+  out.lr = r[4];
+  out.save_after = r[5] > 0;
+  return out;
+}
+
+std::int64_t Session::from_rank0(std::int64_t value) {
+  std::vector<torch::Tensor> v{torch::full({1}, value, torch::kInt64).to(device_)};
+  dist_->broadcast(v);
+  return v[0].cpu().item<std::int64_t>();
+}
+
 // Returns false when the run must stop (saved) before the epoch ends.
 bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
   train_loader_->start(epoch, position);
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
   epoch_loss_sum_ = 0;
   epoch_loss_samples_ = 0;
+  const auto& every = c_.save_every;
+  auto cadence_due = [&](std::int64_t step, double since_save) {
+    return (!time_budget_ || time_budget_->planned()) &&
+           ((every.steps > 0 && step % every.steps == 0) ||
+            (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())));
+  };
   for (;;) {
     if (time_budget_) {
       update_plan(false);
-      if (global_step_ >= total_steps_) return true;  // the plan ends here (mid-epoch too): evaluate, save
+      // The plan ends here (mid-epoch too): evaluate, save. With several ranks, rank 0's plan
+      // decides, after the step's agreement below.
+      if (!dist_ && global_step_ >= total_steps_) return true;
     }
     Batches batches;
-    std::int64_t next_position = position;
+    std::int64_t next_position = position, samples = 0;
     for (int i = 0; i < c_.accum; ++i) {
       auto b = train_loader_->next();
       if (!b) break;
       batches.emplace_back(b->images, b->labels);
+      samples += b->images.size(0);
       next_position = b->position;
     }
-    if (batches.empty()) return true;
+    if (batches.empty()) return true;  // every rank has as many batches (EpochPlan)
     bool last_of_epoch = step_in_epoch + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
-    if (should_stop(last_of_epoch)) {
-      save(make_checkpoint(epoch, position, epoch), true);
-      return false;
-    }
+    bool stop = should_stop(last_of_epoch);
     last_lr_ = time_budget_ ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
                             : cosine_lr(c_.lr, global_step_,
                                         std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
+    std::int64_t global_samples = 0;
+    bool save_after = false;
+    if (dist_) {
+      StepShare share = share_step(stop, samples, last_lr_,
+                                   cadence_due(global_step_ + 1, seconds_since(last_save_, env_.steady_now())));
+      total_steps_ = share.total_steps;
+      if (time_budget_ && global_step_ >= total_steps_) return true;
+      stop = share.stop;
+      last_lr_ = share.lr;
+      global_samples = share.samples;
+      save_after = share.save_after;
+    }
+    if (stop) {
+      checkpoint(epoch, position, epoch, true);
+      return false;
+    }
     set_lr(*opt_.optimizer, last_lr_);
+    // Dropout on each rank draws from a generator seeded by (seed, rank, step): the checkpoint holds
+    // rank 0's generator only, and ranks that drew for batches of other sizes would not resume as
+    // they ran. So a resumed rank draws what it would have drawn, whatever the world size before.
+    if (dist_) torch::manual_seed(mix_seed(mix_seed(c_.seed, static_cast<std::uint64_t>(dist_->rank())),
+                                           static_cast<std::uint64_t>(global_step_)));
     auto t0 = env_.steady_now();
-    StepResult r = step_->run(batches);
+    StepResult r = step_->run(batches, global_samples);
     const auto t1 = env_.steady_now();
     const double step_seconds = seconds_since(t0, t1);
     // The plan's step cost is all a step takes: waiting for the batch, logging, a cadence save
@@ -549,13 +686,9 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
       epoch_loss_samples_ += r.samples;
     }
     log_->step(global_step_, total_steps_, epoch, r, last_lr_);
-    if (global_step_ % 20 == 0 && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
-    double since_save = seconds_since(last_save_, env_.steady_now());
-    const auto& every = c_.save_every;
-    if ((!time_budget_ || time_budget_->planned()) &&
-        ((every.steps > 0 && global_step_ % every.steps == 0) ||
-         (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count()))))
-      save(make_checkpoint(epoch, position, epoch), false);
+    if (global_step_ % 20 == 0 && rank0() && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
+    if (dist_ ? save_after : cadence_due(global_step_, seconds_since(last_save_, env_.steady_now())))
+      checkpoint(epoch, position, epoch, false);
   }
 }
 
@@ -565,6 +698,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
     update_plan(true);
     begin_writing();
   }
+  average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   auto t0 = env_.steady_now();
   EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   double secs = seconds_since(t0, env_.steady_now());
@@ -582,7 +716,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
                    {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
-  if (may_write(128, "the TensorBoard events")) {
+  if (rank0() && may_write(128, "the TensorBoard events")) {
     log_scalar("val/loss", e.loss);
     log_scalar("val/accuracy", e.accuracy);
   }
@@ -594,8 +728,11 @@ void Session::end_of_epoch(std::int64_t epoch) {
       log_write_failed("the TensorBoard events", err);
     }
   }
-  save(make_checkpoint(epoch + 1, 0, epoch + 1), false);
-  if (time_budget_) update_plan(true);
+  checkpoint(epoch + 1, 0, epoch + 1, false);
+  if (time_budget_) {
+    update_plan(true);
+    if (dist_) total_steps_ = from_rank0(total_steps_);  // the loop's end is rank 0's plan
+  }
   step_end_.reset();  // the evaluation and save are not the next step's
 }
 
@@ -610,13 +747,13 @@ void Session::start_time_budget() {
   o.steps_per_epoch = steps_per_epoch_;
   // An evaluation is a forward pass over the validation images: about a third of a step's work
   // per image, until one is timed.
-  o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(c_.batch_size * c_.accum) / 3.0;
+  o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(global_batch()) / 3.0;
   time_budget_.emplace(o);
   if (!saved_plan_.is_null()) {
     time_budget_->resume(saved_plan_);
     if (time_budget_->planned())
       note("time budget: continuing the plan (revision " + std::to_string(time_budget_->schedule().revision) +
-           "): " + time_budget_->summary(c_.batch_size * c_.accum));
+           "): " + time_budget_->summary(global_batch()));
   }
   total_steps_ = time_budget_->total_steps();
 }
@@ -627,7 +764,7 @@ void Session::update_plan(bool after_eval) {
   nlohmann::json record = time_budget_->update(global_step_, session_seconds(), after_eval);
   if (record.is_null()) return;
   total_steps_ = time_budget_->total_steps();
-  const std::string summary = time_budget_->summary(c_.batch_size * c_.accum);
+  const std::string summary = time_budget_->summary(global_batch());
   auto& r = record["time_budget"];
   r["summary"] = summary;
   const std::string event = r["event"].get<std::string>();
@@ -651,6 +788,7 @@ void Session::write_config() {
   j["model_info"] = {{"name", info_.name}, {"image_size", info_.image_size}, {"channels", info_.channels},
                      {"mean", info_.mean}, {"std", info_.std}};
   j["resolved"] = {{"device", device_.str()}, {"amp", to_string(amp_)}, {"micro_batch", step_options_.micro_batch}};
+  j["world_size"] = world();
   const std::string text = j.dump(2) + "\n";
   write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }
@@ -685,9 +823,24 @@ SessionOutcome Session::train() {
     deadline_->check_time_left();
   }
   if (c_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
+  dist_env_ = dist_env();
+  if (dist_env_ && dist_env_->rank != 0) Progress::set_quiet(true);  // rank 0 speaks for the run
   open_data();
   build_model();
+  join_group();
   prepare_resume();
+  if (dist_) {
+    // One start for all: rank 0's parameters and buffers, and every rank resumed the same step.
+    std::vector<torch::Tensor> state;
+    for (auto& p : model_->parameters()) state.push_back(p.data());
+    for (auto& b : model_->buffers()) state.push_back(b);
+    dist_->broadcast(state);
+    if (std::int64_t step0 = from_rank0(global_step_); step0 != global_step_)
+      fail(ErrorKind::invalid, run_dir_.string(), "the same run folder on every rank",
+           "rank " + std::to_string(dist_->rank()) + " resumed at step " + std::to_string(global_step_) +
+               ", rank 0 at step " + std::to_string(step0),
+           "give every rank the same run folder (on several machines: a shared file system)");
+  }
   if (deadline_) deadline_->check_time_left();
 
   LoaderOptions lo;
@@ -696,6 +849,7 @@ SessionOutcome Session::train() {
   lo.workers = c_.workers;
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
+  if (dist_) lo.shard = {dist_->rank(), dist_->world()};  // each rank its slice of every global batch
   if (c_.decode == DecodeChoice::gpu) {
     if (!device_.is_cuda())
       fail(ErrorKind::usage, "decode gpu", "a CUDA device to train on", "device " + device_.str(),
@@ -718,12 +872,18 @@ SessionOutcome Session::train() {
     fail(ErrorKind::usage, "a time budget with " + count(c_.epochs, "epoch", "epochs"),
          "epochs auto: the budget decides how many", std::to_string(c_.epochs) + " epochs",
          "leave the number of epochs out (or auto) to plan them for the budget, or leave out the budget");
+  if (dist_ && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
+  if (dist_)
+    step_->reduce_gradients = [g = dist_.get()](const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
+      g->all_reduce_gradients(params, std::move(extra));
+    };
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
        (time_budget_ && !time_budget_->planned() ? std::string("steps to fit the time budget (planned once the first are timed), each")
-                                                   : count(total_steps_, "step", "steps")) + " of " + count(c_.batch_size * c_.accum, "image", "images"));
+                                                   : count(total_steps_, "step", "steps")) + " of " + count(global_batch(), "image", "images") +
+       (dist_ ? " (" + std::to_string(world()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")" : ""));
 
   for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
@@ -731,12 +891,17 @@ SessionOutcome Session::train() {
     end_of_epoch(epoch);
   }
   begin_writing();  // a resumed run that had nothing left to train still records its config
-  auto r = writer_->wait();
-  if (!r.message.empty()) note(r.message);
+  bool saved = true;
+  if (rank0()) {
+    auto r = writer_->wait();
+    if (!r.message.empty()) note(r.message);
+    saved = r.status != SaveResult::Status::skipped_no_room && r.status != SaveResult::Status::disk_full;
+  }
+  if (dist_) saved = from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
   // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best.
-  if (r.status == SaveResult::Status::skipped_no_room || r.status == SaveResult::Status::disk_full)
+  if (!saved)
     fail(ErrorKind::budget, run_dir_.string(), "the final weights saved",
-         "no room for them (" + manager_->resumable_from() + ")",
+         rank0() ? "no room for them (" + manager_->resumable_from() + ")" : std::string("no room for them on rank 0"),
          "free space (frugal du, frugal clean) or raise {disk_budget}, then run the same command again");
   log_->done();
   return {SessionOutcome::Status::done, global_step_, global_step_};

@@ -69,16 +69,22 @@ std::vector<torch::Tensor> TrainStep::trainable() const {
   return out;
 }
 
-StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
-  std::int64_t total = 0;
-  for (auto& [images, labels] : batches) total += images.size(0);
+StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
+                              std::int64_t global_samples) {
+  std::int64_t local = 0;
+  for (auto& [images, labels] : batches) local += images.size(0);
+  const std::int64_t total = global_samples > 0 ? global_samples : local;
   optimizer_.zero_grad(/*set_to_none=*/true);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
   auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   const std::int64_t micro = options_.micro_batch;
   for (auto& [images, labels] : batches) {
-    for (std::int64_t start = 0; start < images.size(0); start += micro) {
-      std::int64_t end = std::min<std::int64_t>(start + micro, images.size(0));
+    const std::int64_t n = images.size(0);
+    // With equal_forwards every rank makes as many forwards (empty ones too): each makes the
+    // same batch-norm collectives, also when the last batch of an epoch is shared out unevenly.
+    const std::int64_t chunks = (std::max(n, options_.equal_forwards) + micro - 1) / micro;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t start = std::min(c * micro, n), end = std::min(start + micro, n);
       if (before_micro_step) before_micro_step(micro_steps_);
       ++micro_steps_;
       auto x = prepare_batch(images.slice(0, start, end), options_);
@@ -86,7 +92,13 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
       torch::Tensor loss;
       {
         AutocastGuard autocast(options_.device.type(), options_.amp);
-        loss = torch::nn::functional::cross_entropy(model_.forward(x).to(torch::kFloat32), y, ce);
+        auto logits = model_.forward(x).to(torch::kFloat32);
+        // An empty chunk's mean is 0/0: its backward only has to reach the collectives.
+        loss = end > start ? torch::nn::functional::cross_entropy(logits, y, ce) : logits.sum();
+      }
+      if (end == start) {
+        scaler_.scale(loss).backward();
+        continue;
       }
       // Mean over the micro-batch, weighted by its share: the sum is the whole step's mean.
       double share = static_cast<double>(end - start) / static_cast<double>(total);
@@ -97,6 +109,7 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   StepResult result;
   result.samples = total;
   auto params = trainable();
+  if (reduce_gradients) reduce_gradients(params, {loss_sum});
   bool finite = scaler_.unscale(params);
   if (finite) {
     if (options_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
@@ -120,7 +133,7 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   return result;
 }
 
-StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
+StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples) {
   std::vector<torch::Tensor> buffers_before;
   {
     torch::NoGradGuard no_grad;
@@ -129,7 +142,7 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
   bool recovered = false;
   for (;;) {
     try {
-      StepResult r = attempt(batches);
+      StepResult r = attempt(batches, global_samples);
       r.oom_recovered = recovered;
       return r;
     } catch (const c10::Error& e) {

@@ -306,6 +306,24 @@ std::vector<Row> make_rows() {
   add({"deterministic", nullptr, "bitwise-reproducible on the CPU", Kind::flag, true, false,
        [](TrainConfig& c, const std::string& t) { return flag(c.deterministic, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.deterministic; }});
+  // Data-parallel runs (several processes started by torchrun; README "Several GPUs or machines").
+  add({"sync_bn", nullptr, "batch norm statistics over all processes of a torchrun run, not each one's",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.sync_bn, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.sync_bn; }});
+  add({"dist_timeout", nullptr, "a torchrun run stops when another process does not answer for this long (default 2m)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration of at least 1s (30s, 2m)";
+         try {
+           c.dist_timeout = parse_duration(t);
+         } catch (const Error&) {
+           return allowed;
+         }
+         return c.dist_timeout.count() >= 1 ? "" : allowed;
+       },
+       nullptr});
+  add({"nproc", nullptr, "train with N processes on this machine (runs torchrun --nproc-per-node N)", Kind::value,
+       false, false, [](TrainConfig& c, const std::string& t) { return integer(c.nproc, t, 1, 1024); }, nullptr});
   add({"json", nullptr, "print a JSON summary on stdout", Kind::flag, false, false,
        [](TrainConfig& c, const std::string& t) { return flag(c.json, t); }, nullptr});
   add({"decode", nullptr, "where JPEGs are decoded: cpu, gpu (nvJPEG) or auto", Kind::value, false, false,

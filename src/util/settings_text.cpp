@@ -15,7 +15,8 @@ constexpr std::string_view kKeys[] = {
     "device",       "disk_budget",    "freeze",       "fresh",         "gpu_memory", "grad_checkpoint",
     "idx_set",      "image_size",     "init",         "label_pattern", "limit",      "max_bad_fraction",
     "max_bytes",    "max_pixels",     "model",        "name_encoding", "optimizer",  "prune",
-    "root",         "size",           "val",          "val_split",     "deadline"};
+    "root",         "size",           "val",          "val_split",     "deadline",   "dist_timeout",
+    "sync_bn",      "nproc"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

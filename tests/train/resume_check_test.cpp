@@ -53,7 +53,32 @@ TEST(LearningChanges, ModelClassesDataSizeAndEffectiveBatchAreNamed) {
   EXPECT_EQ(changes[0], "model: \"cnn\" -> \"resnet18\"");
   EXPECT_NE(changes[1].find("classes"), std::string::npos);
   EXPECT_EQ(changes[2], "train_images: 1000 -> 1500");
-  EXPECT_EQ(changes[3], "effective batch (batch_size x accum): 128 -> 64");
+  EXPECT_EQ(changes[3], "effective batch (batch_size x accum x processes): 128 -> 64");
+}
+
+TEST(LearningChanges, TheGlobalBatchCountsTheProcesses) {
+  // 2 ranks of 32 x 4 saved (world_size 2): one process resumes with 64 x 4, or 32 x 8, not 32 x 4.
+  auto saved = config();
+  saved["batch_size"] = 32;
+  saved["accum"] = 4;
+  saved["world_size"] = 2;
+  auto now = config();
+  now["batch_size"] = 64;
+  now["accum"] = 4;
+  now["world_size"] = 1;
+  EXPECT_TRUE(learning_changes(saved, now).empty());
+  now["batch_size"] = 32;
+  now["accum"] = 8;
+  EXPECT_TRUE(learning_changes(saved, now).empty());
+  now["accum"] = 4;
+  auto changes = learning_changes(saved, now);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum x processes): 256 -> 128");
+  // An older checkpoint without world_size is one process.
+  saved.erase("world_size");
+  now["world_size"] = 2;
+  now["batch_size"] = 16;
+  EXPECT_TRUE(learning_changes(saved, now).empty());
 }
 
 TEST(LearningChanges, KeysAnOlderCheckpointLacksAreNotCompared) {
@@ -71,13 +96,13 @@ TEST(LearningChanges, ASavedBatchThatIsNotANumberOrOverflowsIsAChangeNotAnExcept
   std::vector<std::string> changes;
   EXPECT_NO_THROW(changes = learning_changes(saved, config()));
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_EQ(changes[0], "effective batch (batch_size x accum): unreadable -> 128");
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum x processes): unreadable -> 128");
   saved = config();
   saved["batch_size"] = std::int64_t{1} << 62;
   saved["accum"] = 4;
   EXPECT_NO_THROW(changes = learning_changes(saved, config()));
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_EQ(changes[0], "effective batch (batch_size x accum): unreadable -> 128");
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum x processes): unreadable -> 128");
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "frugal/doctor.h"
 #include "frugal/progress.h"
+#include "frugal/train.h"
 #include "frugal/units.h"
 #include "frugal/version.h"
 
@@ -141,6 +142,7 @@ int cmd_doctor(int argc, char** argv) {
       j["gpus"].push_back({{"index", g.index}, {"name", g.name},
                            {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
                            {"memory", g.total_memory}, {"usable", judge_gpu(g, driver, build).usable}});
+    j["distributed"] = {{"backends", distributed_backends()}, {"gpus_per_node", gpu_list.size()}};
     j["warnings"] = warnings;
     j["fixes"] = fixes;
     print_json(j);
@@ -162,6 +164,14 @@ int cmd_doctor(int argc, char** argv) {
   for (const auto& g : gpu_list)
     out << "GPU " << g.index << "     " << g.name << ", compute capability " << g.major << "." << g.minor << ", "
         << format_size(g.total_memory) << "\n";
+  // Several processes (torchrun): what each node would use.
+  std::string backends;
+  for (const auto& b : distributed_backends()) backends += (backends.empty() ? "" : ", ") + b;
+  out << "torchrun  " << backends << "; "
+      << (gpu_list.empty() ? std::string("no GPU: ranks train on the CPU with gloo")
+                           : "a node runs up to " + std::to_string(gpu_list.size()) + " GPU rank" +
+                                 (gpu_list.size() == 1 ? "" : "s") + " (--nproc-per-node), rank i on GPU i")
+      << "\n";
   for (const auto& w : warnings) out << "warning: " << w << "\n";
   for (const auto& f : fixes) out << "fix:     " << f << "   # what scripts/setup.sh does in .venv; then rebuild\n";
   return 0;

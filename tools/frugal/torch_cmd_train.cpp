@@ -2,6 +2,15 @@
 // The options come from the library's one table (train_options(), train.h): each value is parsed
 // and validated into the typed TrainConfig here, at the edge; a refused value is exit 2 naming the
 // option, the value and what is allowed, before anything is read or written.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <algorithm>
 #include <utility>
@@ -54,6 +63,91 @@ void add_options(CLI::App& app, std::vector<std::pair<const TrainOption*, std::s
   }
 }
 
+// --nproc N: PyTorch's launcher starts N ranks of this same command on this machine
+// (torchrun --standalone picks a free port); frugal has no launcher of its own. torchrun exits 1
+// when any rank exits non-zero, 75 included: rank 0 leaves its exit code in a file
+// (FRUGAL_RANK0_EXIT_FILE) and this command exits with it, so that a stopped run is still exit 75.
+// SIGINT/SIGTERM reach torchrun (which passes them to the ranks: they stop together, saved).
+pid_t g_torchrun = 0;
+void forward_signal(int sig) {
+  if (g_torchrun > 0) ::kill(g_torchrun, sig);
+}
+
+int run_torchrun(int nproc, const std::vector<std::string>& args) {
+  if (std::getenv("WORLD_SIZE"))
+    fail(ErrorKind::usage, "--nproc", "a command that starts the ranks", "a rank of a run torchrun started already",
+         "leave out --nproc when launching with torchrun");
+  std::string self(4096, '\0');
+  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0) fail(ErrorKind::io, "/proc/self/exe", "this program's path", "none", "run torchrun yourself (README)");
+  self.resize(static_cast<std::size_t>(n));
+  std::vector<std::string> cmd{"torchrun", "--standalone", "--nproc-per-node", std::to_string(nproc), "--no-python",
+                               "--", self, "train"};
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    cmd.push_back(args[i]);
+  }
+  char exit_file[] = "/tmp/frugal-rank0-exit-XXXXXX";
+  int fd = ::mkstemp(exit_file);
+  if (fd < 0) fail(ErrorKind::io, "/tmp", "room for a temporary file", std::strerror(errno), "");
+  ::close(fd);
+  std::vector<char*> ptrs;
+  for (auto& a : cmd) ptrs.push_back(a.data());
+  ptrs.push_back(nullptr);
+  std::fflush(nullptr);
+  int pipefd[2];  // the child reports a failed exec through it
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) fail(ErrorKind::io, "pipe", "a pipe", std::strerror(errno), "");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("FRUGAL_RANK0_EXIT_FILE", exit_file, 1);
+    ::execvp("torchrun", ptrs.data());
+    int e = errno;
+    [[maybe_unused]] auto w = ::write(pipefd[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  int exec_errno = 0;
+  const bool exec_failed = pid > 0 && ::read(pipefd[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ::close(pipefd[0]);
+  if (pid < 0 || exec_failed) {
+    ::unlink(exit_file);
+    fail(ErrorKind::usage, "--nproc " + std::to_string(nproc), "PyTorch's torchrun on the PATH to start the ranks",
+         std::string("none (") + std::strerror(pid < 0 ? errno : exec_errno) + ")",
+         "put the Python environment that has torch on the PATH (the set-up's: .venv/bin), or run torchrun yourself");
+  }
+  g_torchrun = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (std::FILE* f = std::fopen(exit_file, "r")) {
+    int rank0 = -1;
+    if (std::fscanf(f, "%d", &rank0) == 1 && rank0 >= 0) rc = rank0;
+    std::fclose(f);
+  }
+  ::unlink(exit_file);
+  return rc;
+}
+
+// Rank 0 of a run `--nproc` started: its exit code for the launching command.
+void record_rank0_exit(int rc) {
+  const char* file = std::getenv("FRUGAL_RANK0_EXIT_FILE");
+  const char* rank = std::getenv("RANK");
+  if (!file || !rank || std::string(rank) != "0") return;
+  if (std::FILE* f = std::fopen(file, "w")) {
+    std::fprintf(f, "%d\n", rc);
+    std::fclose(f);
+  }
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -93,10 +187,22 @@ int cmd_train(int argc, char** argv) {
     fail(ErrorKind::usage, "--epochs auto", "--time-budget DURATION to plan the epochs for", "no --time-budget",
          "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
 
+  if (config.nproc > 1) return run_torchrun(config.nproc, std::vector<std::string>(argv, argv + argc));
   Progress::set_quiet(config.json);
-  const SessionOutcome out = train_session(config);
+  SessionOutcome out;
+  try {
+    out = train_session(config);
+  } catch (const Error& e) {
+    record_rank0_exit(exit_code(e.kind()));
+    throw;
+  } catch (...) {
+    record_rank0_exit(1);
+    throw;
+  }
+  record_rank0_exit(out.status == SessionOutcome::Status::done ? 0 : exit_code(ErrorKind::interrupted));
   const int rc = out.status == SessionOutcome::Status::done ? 0 : exit_code(ErrorKind::interrupted);
-  if (config.json) print_json({{"run", config.run}, {"exit_code", rc}});
+  const char* rank = std::getenv("RANK");  // of a torchrun run, rank 0 reports
+  if (config.json && (!rank || std::string(rank) == "0")) print_json({{"run", config.run}, {"exit_code", rc}});
   return rc;
 }
 

@@ -1,0 +1,232 @@
+// c10d process groups for data-parallel training (see distributed.h).
+#include "train/distributed.h"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef FRUGAL_WITH_NCCL
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "frugal/error.h"
+#include "frugal/train.h"
+
+namespace frugal {
+namespace {
+
+double seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One c10d backend (Gloo or NCCL) behind ProcessGroup; every failure of a collective, whatever the
+// backend throws (gloo::IoException, c10::DistBackendError, a timeout), becomes one Error.
+class C10dGroup : public ProcessGroup {
+ public:
+  C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<c10d::Backend> pg, std::chrono::milliseconds timeout)
+      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), timeout_(timeout) {}
+
+  void all_reduce_sum(std::vector<torch::Tensor>& tensors) override {
+    if (tensors.empty()) return;
+    run("all-reduce", [&] {
+      // One tensor per collective (a list means one tensor per device to c10d).
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      std::vector<at::Tensor> dense;
+      for (auto& t : tensors) {
+        std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
+        dense.push_back(one[0]);
+        works.push_back(pg_->allreduce(one, c10d::AllreduceOptions{}));
+      }
+      for (auto& w : works) w->wait(timeout_);
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!dense[i].is_same(tensors[i])) tensors[i].copy_(dense[i]);
+    });
+  }
+
+  void broadcast(std::vector<torch::Tensor>& tensors, int root) override {
+    run("broadcast", [&] {
+      for (auto& t : tensors) {
+        // Collectives take dense row-major tensors; a channels-last weight travels as a copy.
+        std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
+        c10d::BroadcastOptions o;
+        o.rootRank = root;
+        pg_->broadcast(one, o)->wait(timeout_);
+        if (!one[0].is_same(t)) {
+          torch::NoGradGuard no_grad;
+          t.copy_(one[0]);
+        }
+      }
+    });
+  }
+
+ private:
+  template <class F>
+  void run(const char* what, F&& f) {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      f();
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      if (auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+      if (why.size() > 300) why = why.substr(0, 297) + "...";
+      fail(ErrorKind::io, "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world),
+           std::string("the other ranks to answer (") + what + ")",
+           "no answer after " + std::to_string(static_cast<int>(seconds(t0))) + " s (" + why + ")",
+           "another rank stopped, failed or hangs (its own message says why); run the same command again to "
+           "resume from the last checkpoint ({dist_timeout} bounds the wait)");
+    }
+    comm_seconds_ += seconds(t0);
+  }
+
+  c10::intrusive_ptr<c10d::Backend> pg_;
+  std::chrono::milliseconds timeout_;
+};
+
+int env_int(const std::function<const char*(const char*)>& getenv, const char* name, int lo, int hi,
+            std::optional<int> absent) {
+  const char* v = getenv(name);
+  if (!v || !*v) {
+    if (absent) return *absent;
+    fail(ErrorKind::usage, std::string("environment variable ") + name, "set by the launcher (torchrun) for a run of several processes",
+         "none", "start the ranks with torchrun (frugal train --nproc N does), or unset WORLD_SIZE for one process");
+  }
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    fail(ErrorKind::usage, std::string("environment variable ") + name,
+         "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi), std::string("'") + v + "'", "");
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*)>& getenv) {
+  const char* w = getenv("WORLD_SIZE");
+  if (!w || !*w) return std::nullopt;
+  DistEnv e;
+  e.world = env_int(getenv, "WORLD_SIZE", 1, 1 << 20, std::nullopt);
+  if (e.world == 1) return std::nullopt;
+  e.rank = env_int(getenv, "RANK", 0, e.world - 1, std::nullopt);
+  e.local_world = env_int(getenv, "LOCAL_WORLD_SIZE", 1, e.world, 1);
+  e.local_rank = env_int(getenv, "LOCAL_RANK", 0, e.world - 1, 0);
+  const char* addr = getenv("MASTER_ADDR");
+  e.master_addr = addr && *addr ? addr : "";
+  if (e.master_addr.empty())
+    fail(ErrorKind::usage, "environment variable MASTER_ADDR", "the address of rank 0's machine", "none",
+         "start the ranks with torchrun, which sets it");
+  e.master_port = env_int(getenv, "MASTER_PORT", 1, 65535, std::nullopt);
+  const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+  e.agent_store = agent && std::string(agent) == "True";
+  const char* restarts = getenv("TORCHELASTIC_RESTART_COUNT");
+  if (restarts && *restarts) e.restart_count = restarts;
+  return e;
+}
+
+std::optional<DistEnv> dist_env() { return dist_env_from([](const char* n) { return std::getenv(n); }); }
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch::Device& device,
+                                                 std::chrono::milliseconds timeout) {
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(env.master_port);
+    so.isServer = env.rank == 0 && !env.agent_store;
+    so.numWorkers = env.world;
+    so.waitWorkers = false;
+    // Ranks start seconds apart (loading LibTorch, opening the data): the rendezvous waits longer
+    // than a collective.
+    so.timeout = std::max<std::chrono::milliseconds>(timeout, std::chrono::minutes(5));
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + env.restart_count, store);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::io, env.master_addr + ":" + std::to_string(env.master_port),
+         "the rendezvous of " + std::to_string(env.world) + " ranks (MASTER_ADDR:MASTER_PORT)",
+         std::string("no connection (") + e.what() + ")",
+         "check that every rank was given the same address and port and that rank 0 is running");
+  }
+  c10::intrusive_ptr<c10d::Backend> pg;
+  std::string name;
+  try {
+    if (device.is_cuda()) {
+#ifdef FRUGAL_WITH_NCCL
+      c10::cuda::set_device(device.index());  // NCCL binds to the current device at the first collective
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = timeout;
+      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world, o);
+      name = "nccl " + c10d::getNcclVersion();
+#else
+      fail(ErrorKind::usage, "device " + device.str(), "a build with NCCL to train on several GPUs", "none",
+           "build frugal against a LibTorch with CUDA (scripts/setup.sh), or train on the cpu with Gloo");
+#endif
+    } else {
+      auto o = c10d::ProcessGroupGloo::Options::create();
+      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      o->timeout = timeout;
+      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world, o);
+      name = "gloo";
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(ErrorKind::io, "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world),
+         "a process group with the other ranks", std::string("none (") + e.what() + ")",
+         "check that every rank runs the same command and can reach the others");
+  }
+  return std::make_unique<C10dGroup>(env, name, std::move(pg), timeout);
+}
+
+void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
+  // Per dtype, buckets of consecutive gradients up to bucket_bytes_: flatten, reduce, copy back.
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);  // a rank with no samples this step
+    grads.push_back(p.grad());
+  }
+  for (auto& e : extra) grads.push_back(e);
+  std::map<c10::ScalarType, std::vector<std::vector<torch::Tensor>>> buckets;
+  std::map<c10::ScalarType, std::int64_t> fill;
+  for (auto& g : grads) {
+    auto& list = buckets[g.scalar_type()];
+    auto& bytes = fill[g.scalar_type()];
+    if (list.empty() || bytes + static_cast<std::int64_t>(g.nbytes()) > bucket_bytes_) {
+      list.emplace_back();
+      bytes = 0;
+    }
+    list.back().push_back(g);
+    bytes += static_cast<std::int64_t>(g.nbytes());
+  }
+  std::vector<torch::Tensor> flat;
+  std::vector<const std::vector<torch::Tensor>*> members;
+  for (auto& [type, list] : buckets)
+    for (auto& bucket : list) {
+      std::vector<torch::Tensor> views;
+      for (auto& g : bucket) views.push_back(g.reshape({-1}));
+      flat.push_back(torch::cat(views));
+      members.push_back(&bucket);
+    }
+  all_reduce_sum(flat);
+  torch::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < flat.size(); ++b) {
+    std::int64_t offset = 0;
+    for (const auto& g : *members[b]) {
+      g.copy_(flat[b].slice(0, offset, offset + g.numel()).view_as(g));
+      offset += g.numel();
+    }
+  }
+}
+
+std::vector<std::string> distributed_backends() {
+  std::vector<std::string> out{"gloo (CPU)"};
+#ifdef FRUGAL_WITH_NCCL
+  out.push_back("nccl " + c10d::getNcclVersion() + " (CUDA)");
+#endif
+  return out;
+}
+
+}  // namespace frugal

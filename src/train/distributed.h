@@ -1,0 +1,67 @@
+// Data-parallel training through torch.distributed's c10d (internal): the process group a
+// `frugal train` joins when torchrun (or Slurm + torchrun, Kubernetes) started it as one of
+// several ranks. Rendezvous, transport and launch are c10d's and torchrun's: TCPStore,
+// ProcessGroupGloo on the CPU, ProcessGroupNCCL on CUDA. Nothing here is a transport of our own.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+// What the launcher put in the environment (torch.distributed's env:// contract).
+struct DistEnv {
+  int rank = 0, world = 1, local_rank = 0, local_world = 1;
+  std::string master_addr;
+  int master_port = 0;
+  // TORCHELASTIC_USE_AGENT_STORE=True: torchrun's agent hosts the TCPStore and every rank is a
+  // client; keys live under /worker/attempt_<restart count>, as torch's env:// rendezvous does.
+  bool agent_store = false;
+  std::string restart_count = "0";
+};
+
+// nullopt when WORLD_SIZE is absent or 1 (a single process: exactly the undistributed run).
+// Error(usage) naming the variable when one is missing or out of range.
+std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*)>& getenv);
+std::optional<DistEnv> dist_env();  // from this process's environment
+
+class ProcessGroup {
+ public:
+  // Joins the group: TCPStore at MASTER_ADDR:MASTER_PORT, then Gloo (CPU) or NCCL (CUDA; the
+  // device must be cuda:LOCAL_RANK, set current before). Every collective fails with
+  // Error(io) "lost contact with the other ranks" when a peer dies or does not answer in `timeout`.
+  static std::unique_ptr<ProcessGroup> join(const DistEnv& env, const torch::Device& device,
+                                            std::chrono::milliseconds timeout);
+  virtual ~ProcessGroup() = default;
+
+  int rank() const { return env_.rank; }
+  int world() const { return env_.world; }
+  const DistEnv& env() const { return env_; }
+  const std::string& backend() const { return backend_; }
+
+  // Sums each tensor over the ranks, in place (one collective for the list).
+  virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors) = 0;
+  // Rank `root`'s values into every rank's tensors, in place.
+  virtual void broadcast(std::vector<torch::Tensor>& tensors, int root = 0) = 0;
+  // Gradients of `params` (undefined ones as zeros) plus `extra` summed over the ranks: flattened
+  // into buckets of about `bucket_bytes` per dtype, one collective per bucket.
+  void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);
+
+  double comm_seconds() const { return comm_seconds_; }  // time spent in collectives so far
+
+ protected:
+  ProcessGroup(DistEnv env, std::string backend) : env_(std::move(env)), backend_(std::move(backend)) {}
+  DistEnv env_;
+  std::string backend_;
+  double comm_seconds_ = 0;
+  std::int64_t bucket_bytes_ = 25ll << 20;
+};
+
+}  // namespace frugal
