@@ -20,6 +20,7 @@
 #   grad_checkpoint   cnn --amp fp16 --deterministic: --grad-checkpoint's losses equal plain ones
 #   resume_exact      efficientnet_b0 stopped (SIGTERM, saved) and resumed ends bitwise where an
 #                     uninterrupted run ends (weights and optimizer state)
+# Figures besides: nccl_overhead (resnet18, one rank of an NCCL group against no group: <= 3%).
 # The train phases force --amp fp16: an H200 would pick bf16 and never run the loss scaler.
 #
 #   scripts/gpu-check.sh            the whole check
@@ -276,6 +277,24 @@ sys.exit(0 if sa == sb and not diff else 1)
 PY
 }
 
+nccl_overhead() {  # resnet18 on the photos: one rank of an NCCL group (FRUGAL_FORCE_GROUP) against no group
+  local common=(--data /tmp/frugal-photos.zip --val-split 0.1 --model resnet18 --epochs 3 --batch-size 64 --amp fp16
+                --device cuda --decode cpu --workers 4 --seed 1)
+  "$bindir/frugal-torch" train "${common[@]}" --run "$runs/nccl-none" > /dev/null 2> "$runs/nccl-none.log" || return 1
+  RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29631 FRUGAL_FORCE_GROUP=1 \
+    "$bindir/frugal-torch" train "${common[@]}" --run "$runs/nccl-one" > /dev/null 2> "$runs/nccl-one.log" || return 1
+  grep -q "distributed: rank 0 of 1 (nccl" "$runs/nccl-one.log" || return 1
+  "$python" - "$runs/nccl-none/metrics.jsonl" "$runs/nccl-one/metrics.jsonl" > "$OUT/.nccl.json" <<'PY'
+import json, sys
+last = lambda f: [json.loads(l) for l in open(f) if '"val_accuracy"' in l][-1]
+a, b = last(sys.argv[1]), last(sys.argv[2])
+print(json.dumps({"no_group_images_per_s": a["images_per_s"], "nccl_1_rank_images_per_s": b["images_per_s"],
+                  "overhead": 1 - b["images_per_s"] / a["images_per_s"], "comm_seconds": b["comm_seconds"],
+                  "step_seconds": b["step_seconds"], "target": 0.03}))
+PY
+  cat "$OUT/.nccl.json"
+}
+
 max_batch() {
   "$bindir/gpu_train_step" resnet50 512 224 max 16G > "$OUT/.maxbatch.json" && cat "$OUT/.maxbatch.json"
 }
@@ -284,7 +303,7 @@ max_batch() {
 PHOTOS_COUNT=$photos
 export root OUT carry prefix build jobs targets python bindir runs PHOTOS_COUNT
 export -f probe unpack configure compile torch_libs carried fixture_paths loader_bench loader_hybrid train_bench train \
-  train_calibrate cut_args deadline_cut resume_finishes finite_losses grad_checkpoint resume_exact max_batch
+  train_calibrate cut_args deadline_cut resume_finishes finite_losses grad_checkpoint resume_exact max_batch nccl_overhead
 
 if [ "$mode" = "--probe" ]; then
   budget=60
@@ -327,6 +346,7 @@ if [ "$mode" != "--no-gpu" ] && [ $built -eq 0 ]; then
   phase loader_gpu 15 loader_bench gpu
   phase train_resnet18 30 train_bench resnet18
   phase max_micro_batch 40 max_batch
+  phase nccl_overhead 60 nccl_overhead
 fi
 
 "$python" - "$OUT" "$mode" <<'PY'
@@ -353,6 +373,10 @@ for m in ("resnet18", "efficientnet_b0"):
     if f and p:
         r.setdefault("train_step", {})[m] = {"frugal": f, "pytorch_eager": p,
                                              "frugal_over_pytorch": f["images_per_s"] / p["images_per_s"]}
+nc = load(".nccl.json")
+if nc:
+    nc["target_met"] = nc["overhead"] <= nc["target"]
+    r["nccl_overhead"] = nc
 mb = load(".maxbatch.json")
 if mb:
     r["max_micro_batch"] = mb
@@ -360,5 +384,5 @@ with open(os.path.join(out, "gpu-results.json"), "w") as f:
     json.dump(r, f, indent=1)
 print(json.dumps(r, indent=1))
 PY
-rm -f "$OUT"/.loader-*.json "$OUT"/.train-*.json "$OUT"/.maxbatch.json "$phases"
+rm -f "$OUT"/.loader-*.json "$OUT"/.train-*.json "$OUT"/.maxbatch.json "$OUT"/.nccl.json "$phases"
 [ "$mode" = "--probe" ] || [ "$mode" = "--no-gpu" ] || "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["all_requirements_met"] else 1)' "$OUT/gpu-results.json"

@@ -94,7 +94,7 @@ int env_int(const std::function<const char*(const char*)>& getenv, const char* n
   if (!v || !*v) {
     if (absent) return *absent;
     fail(ErrorKind::usage, std::string("environment variable ") + name, "set by the launcher (torchrun) for a run of several processes",
-         "none", "start the ranks with torchrun (frugal train --nproc N does), or unset WORLD_SIZE for one process");
+         "none", "start the ranks with torchrun ({nproc} N does), or unset WORLD_SIZE for one process");
   }
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
@@ -111,7 +111,9 @@ std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*
   if (!w || !*w) return std::nullopt;
   DistEnv e;
   e.world = env_int(getenv, "WORLD_SIZE", 1, 1 << 20, std::nullopt);
-  if (e.world == 1) return std::nullopt;
+  // FRUGAL_FORCE_GROUP=1: one process joins a group of one (to measure what the group costs).
+  const char* force = getenv("FRUGAL_FORCE_GROUP");
+  if (e.world == 1 && !(force && std::string(force) == "1")) return std::nullopt;
   e.rank = env_int(getenv, "RANK", 0, e.world - 1, std::nullopt);
   e.local_world = env_int(getenv, "LOCAL_WORLD_SIZE", 1, e.world, 1);
   e.local_rank = env_int(getenv, "LOCAL_RANK", 0, e.world - 1, 0);

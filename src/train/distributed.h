@@ -27,7 +27,8 @@ struct DistEnv {
   std::string restart_count = "0";
 };
 
-// nullopt when WORLD_SIZE is absent or 1 (a single process: exactly the undistributed run).
+// nullopt when WORLD_SIZE is absent or 1 (a single process: exactly the undistributed run),
+// unless FRUGAL_FORCE_GROUP=1 (a group of one, for measuring the group's overhead).
 // Error(usage) naming the variable when one is missing or out of range.
 std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*)>& getenv);
 std::optional<DistEnv> dist_env();  // from this process's environment

@@ -128,6 +128,7 @@ class Session {
   double last_lr_ = 0;
   double whole_save_seconds_ = -1;  // the longest waited-for save of this session; -1: none yet
   double epoch_loss_sum_ = 0;  // over this session's steps of the current epoch (finite losses)
+  double step_seconds_ = 0, comm_at_epoch_start_ = 0;  // this epoch's steps (with their agreement) and collectives
   std::int64_t epoch_loss_samples_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
@@ -610,6 +611,8 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
   std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
   epoch_loss_sum_ = 0;
   epoch_loss_samples_ = 0;
+  step_seconds_ = 0;
+  comm_at_epoch_start_ = dist_ ? dist_->comm_seconds() : 0;
   const auto& every = c_.save_every;
   auto cadence_due = [&](std::int64_t step, double since_save) {
     return (!time_budget_ || time_budget_->planned()) &&
@@ -640,6 +643,7 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
                                         std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
     std::int64_t global_samples = 0;
     bool save_after = false;
+    const auto agreed_from = env_.steady_now();
     if (dist_) {
       StepShare share = share_step(stop, samples, last_lr_,
                                    cadence_due(global_step_ + 1, seconds_since(last_save_, env_.steady_now())));
@@ -664,6 +668,7 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
     StepResult r = step_->run(batches, global_samples);
     const auto t1 = env_.steady_now();
     const double step_seconds = seconds_since(t0, t1);
+    step_seconds_ += seconds_since(agreed_from, t1);
     // The plan's step cost is all a step takes: waiting for the batch, logging, a cadence save
     // too, from one step's end to the next (an evaluation's time is its own: see end_of_epoch).
     if (time_budget_) time_budget_->record_step(seconds_since(step_end_ ? *step_end_ : t0, t1));
@@ -698,6 +703,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
     update_plan(true);
     begin_writing();
   }
+  const double step_comm = dist_ ? dist_->comm_seconds() - comm_at_epoch_start_ : 0;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   auto t0 = env_.steady_now();
   EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
@@ -714,6 +720,12 @@ void Session::end_of_epoch(std::int64_t epoch) {
                    {"val_loss", e.loss}, {"val_accuracy", e.accuracy}, {"val_samples", e.samples},
                    {"per_class", per}, {"lr", last_lr_}, {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
+  if (dist_) {
+    // The share of the epoch's steps spent in collectives (waiting for the slowest rank included).
+    last_metrics_["world_size"] = world();
+    last_metrics_["step_seconds"] = step_seconds_;
+    last_metrics_["comm_seconds"] = step_comm;
+  }
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
   if (rank0() && may_write(128, "the TensorBoard events")) {

@@ -4,7 +4,8 @@
 # `frugal train --nproc 2` (which runs torchrun), by torchrun --max-restarts, and by two torchrun
 # "nodes" on localhost. Shows: sharded evaluation equals a one-process eval of the checkpoint;
 # only rank 0 speaks and writes; kill -9 of one rank stops the other within the bound, and the
-# rerun ends with the tensors of an uninterrupted run; a deadline stops both ranks at one step with
+# rerun ends with the tensors of an uninterrupted run; SIGTERM to one rank and a deadline stop both
+# ranks at one step with
 # one checkpoint, exit 75; resume 2 -> 1 and 1 -> 2 at the same global batch; torchrun's restart
 # resumes by itself; 2 ranks with --sync-bn take the same first steps as one process of twice the
 # batch, and without it differ (by design) at an unharmed accuracy.
@@ -118,6 +119,25 @@ check "the rerun ends at the reference's step" '[ "$(newest "$t/int")" == "$(new
 diff=$(tensors "$t/ref/$(newest "$t/ref")" "$t/int/$(newest "$t/int")")
 check "its weights and trainer state equal the uninterrupted run's (largest difference $diff)" \
   '"$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) == 0.0 else 1)" "$diff"'
+
+# --- B2: SIGTERM to rank 1 alone: both ranks stop at one step, rank 0 saves it, both exit 75
+ranks "$t/sig" "$(free_port)" "$t/sig" "${cnn[@]}" --epochs 200 --batch-size 4 --save-every 10steps
+deadline=$((SECONDS + 120))
+until ls "$t/sig" 2>/dev/null | grep -q 's000010'; do
+  ((SECONDS < deadline)) || die "no checkpoint of step 10" "$t/sig0.err"
+  sleep 0.05
+done
+kill -TERM $r1
+set +e
+wait $r1
+rc1=$?
+wait $r0
+rc0=$?
+set -e
+check "SIGTERM to rank 1: both ranks exit 75 (rank 0: $rc0, rank 1: $rc1)" '[ $rc0 -eq 75 ] && [ $rc1 -eq 75 ]'
+sig_stop=$(sed -n 's/^stopped (signal on another rank) at step \([0-9]*\), saved.*/\1/p' "$t/sig0.err")
+check "rank 0 stopped for rank 1's signal at step '$sig_stop' and saved it" \
+  '[ -n "$sig_stop" ] && [[ $(newest "$t/sig") == *-s$(printf %06d "$sig_stop").safetensors ]]'
 
 # --- C: --nproc 2 (torchrun) with a deadline: both ranks stop at one step, one checkpoint, exit 75
 set +e

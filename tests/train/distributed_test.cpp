@@ -356,6 +356,11 @@ TEST(DistEnv, WorldSizeAbsentOrOneIsOneProcess) {
   EXPECT_FALSE(dist_env_from(get));
   vars["WORLD_SIZE"] = "1";
   EXPECT_FALSE(dist_env_from(get));
+  vars = {{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+          {"FRUGAL_FORCE_GROUP", "1"}};  // a group of one, to measure what a group costs
+  auto one = dist_env_from(get);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->world, 1);
   vars = {{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
           {"MASTER_ADDR", "node1"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
           {"TORCHELASTIC_RESTART_COUNT", "2"}};
