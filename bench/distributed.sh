@@ -4,8 +4,8 @@
 # `resnet18`, read from the run's metrics.jsonl (comm_seconds / step_seconds of the last epoch:
 # the gradient all-reduce, the per-step agreement, and the wait for the slower rank). Beside it,
 # in the same run, one process of the same global batch on both cores: the 2-rank throughput over
-# it (the ratio). Data: Fashion-MNIST, the first IMAGES training images (resized to 64 for
-# resnet18).
+# it (the ratio). Data: IMAGES of Fashion-MNIST's training images, evenly spread over the set (so
+# every class), resized to 64 for resnet18.
 # Prints one JSON line per model. Env: FRUGAL_BIN (default build/bin), IMAGES (4096), EPOCHS (2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +24,8 @@ w=$(mktemp -d "${TMPDIR:-/tmp}/frugal-bench-dist.XXXXXX"); trap 'rm -rf "$w"' EX
 "$py" - "$w/full.zip" "$w/all.zip" "$images" <<'PY'
 import sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:
-    for info in src.infolist()[: int(sys.argv[3])]:
+    infos = [i for i in src.infolist() if not i.is_dir()]
+    for info in infos[:: max(1, len(infos) // int(sys.argv[3]))][: int(sys.argv[3])]:  # every class
         dst.writestr(info, src.read(info))
 PY
 export PATH=$(dirname "$torchrun"):$bin:$PATH
