@@ -120,6 +120,7 @@ class Session {
   std::optional<Env::SteadyTime> step_end_;  // the last step's end, for the time budget's step cost
   std::int64_t noted_total_ = 0;  // the planned steps the log last told
   nlohmann::json saved_plan_;  // the resumed checkpoint's time budget (null: none)
+  fs::path resume_file_;       // the checkpoint resumed from (its file name)
   std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
 
@@ -356,6 +357,7 @@ void Session::prepare_resume() {
   start_position_ = ck.loader.value("position", std::int64_t{0});
   step_options_.micro_batch = ck.schedule.value("micro_batch", c_.batch_size);
   if (ck.schedule.contains("time_budget")) saved_plan_ = ck.schedule["time_budget"];
+  resume_file_ = resume_->file.filename();
   if (ck.metric_value) last_val_accuracy_ = ck.metric_value;
   note("resuming from " + resume_->file.filename().string() + " (epoch " + std::to_string(start_epoch_ + 1) +
        ", step " + std::to_string(global_step_) + ")");
@@ -762,7 +764,11 @@ void Session::start_time_budget() {
   o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(global_batch()) / 3.0;
   time_budget_.emplace(o);
   if (!saved_plan_.is_null()) {
-    time_budget_->resume(saved_plan_);
+    try {
+      time_budget_->resume(saved_plan_);
+    } catch (const Error& e) {  // metadata of a file the user may not have written: name it
+      throw Error(e.kind(), (run_dir_ / resume_file_).string() + ": " + e.what());
+    }
     if (time_budget_->planned())
       note("time budget: continuing the plan (revision " + std::to_string(time_budget_->schedule().revision) +
            "): " + time_budget_->summary(global_batch()));

@@ -80,4 +80,31 @@ train 2>"$t/train2.log" || die "resume past the crafted delta: exit $?" "$t/trai
 grep -q "skipping checkpoint .*$crafted" "$t/train2.log" || die "crafted delta not named" "$t/train2.log"
 grep -q "resuming from $good (epoch 3, step $step)" "$t/train2.log" || die "did not resume from $good" "$t/train2.log"
 ok "crafted checkpoints are exit 3; resume fell back to $good"
+
+# A --time-budget run's checkpoint whose plan (schedule.time_budget) holds the wrong types: the
+# resume is exit 3 naming that file (was: "the checkpoint's time budget: ..." without it).
+set +e
+frugal train --data "$t/data.zip" --run "$t/run3" --model cnn --batch-size 8 --val-split 0.25 --workers 1 \
+  --time-budget 8s --deadline 3s 2>"$t/budget1.log"
+rc=$?
+set -e
+[[ $rc == 75 ]] || die "the time-budget run cut by its deadline: exit $rc, expected 75" "$t/budget1.log"
+cut=$(cd "$t/run3" && ls ckpt-*.safetensors | tail -1)
+"$py" - "$t/run3/$cut" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+s = json.loads(h["__metadata__"]["schedule"])
+assert "time_budget" in s, s
+s["time_budget"]["costs"] = {"step": "fast", "eval": [], "save": None}
+h["__metadata__"]["schedule"] = json.dumps(s)
+hb = json.dumps(h).encode()
+hb += b" " * ((8 - len(hb) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+expect_exit "resuming a crafted time-budget plan is refused" 3 frugal train --data "$t/data.zip" --run "$t/run3" \
+  --model cnn --batch-size 8 --val-split 0.25 --workers 1 --time-budget 8s
+expect_msg "...naming the file" "$cut: "
+! grep -qi "internal error" "$t/err" || die "internal error" "$t/err"
 finish
