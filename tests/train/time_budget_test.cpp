@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
+#include <thread>
 
 #include "../budget/fault_env.h"
 #include "frugal/error.h"
@@ -188,6 +191,98 @@ TEST_F(TimeBudgetRun, AnotherBudgetOnResumeReplansFromWhereTheRunIs) {
       EXPECT_GT(p["total_steps"].get<std::int64_t>(), cut["time_budget"]["schedule"]["total_steps"].get<std::int64_t>());
     }
   EXPECT_TRUE(replanned);
+}
+
+// A kill -9 between the checkpoint of step 10 (committed, saved every 5 steps) and the next: the
+// process "dies" (an exception no one catches, from the clock) a few steps after that file
+// appears, losing those steps. The resumed session continues the saved plan: until it has timed
+// its own steps and re-plans (6 steps in), it trains bitwise what the uninterrupted run trained,
+// so their checkpoints of step 15 hold the same tensors (weights, optimizer and trainer state).
+struct Killed {};
+// The run's full checkpoint of `step` ("" when there is none).
+fs::path checkpoint_of(const fs::path& run, int step) {
+  char tail[32];
+  std::snprintf(tail, sizeof tail, "-s%06d.safetensors", step);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run, ec))
+    if (e.path().filename().string().rfind("ckpt-", 0) == 0 && e.path().filename().string().ends_with(tail))
+      return e.path();
+  return {};
+}
+// TickEnv whose time moves only with the training thread's reads: the background checkpoint
+// writer's reads, which interleave differently on every run, do not move it, so two runs of the
+// same command see the same times and make the same plans.
+class MainTickEnv : public FaultEnv {
+ public:
+  double tick = 0.5;
+  std::thread::id main = std::this_thread::get_id();
+  SteadyTime steady_now() override {
+    if (std::this_thread::get_id() == main) advance(tick);
+    return now;
+  }
+};
+class DyingEnv : public MainTickEnv {
+ public:
+  fs::path run;
+  int reads_after = -1;
+  SteadyTime steady_now() override {
+    if (std::this_thread::get_id() == main) {
+      if (reads_after < 0 && !checkpoint_of(run, 10).empty()) reads_after = 0;
+      if (reads_after >= 0 && ++reads_after > 20) throw Killed{};
+    }
+    return MainTickEnv::steady_now();
+  }
+};
+
+std::map<std::string, std::string> tensor_bytes(const fs::path& file) {
+  auto f = load_safetensors(file.string());
+  std::map<std::string, std::string> out;
+  for (auto& [name, t] : f.tensors) {
+    auto c = t.contiguous();
+    out[name] = std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
+  }
+  return out;
+}
+
+TEST_F(TimeBudgetRun, APlanKilledAfterACheckpointResumesBitwiseUntilItReplans) {
+  auto config = [&](const fs::path& run) {
+    TrainConfig c = budget_config(data_, run, "2m", 120);
+    c.save_every.text = "5steps";
+    c.save_every.steps = 5;
+    c.keep_last = 100;
+    return c;
+  };
+  MainTickEnv whole;
+  ASSERT_EQ(train_session(config(dir_ / "whole"), whole).status, SessionOutcome::Status::done);
+
+  const fs::path run = dir_ / "killed";
+  DyingEnv dying;
+  dying.run = run;
+  bool killed = false;
+  try {
+    train_session(config(run), dying);
+  } catch (const Killed&) {
+    killed = true;
+  }
+  ASSERT_TRUE(killed) << "the run was not killed";
+  ASSERT_FALSE(checkpoint_of(run, 10).empty());
+  ASSERT_TRUE(checkpoint_of(run, 15).empty()) << "killed too late: nothing to redo";
+  auto [at_kill, kill_step] = newest_schedule(run);
+  ASSERT_EQ(kill_step, 10);
+  MainTickEnv second;
+  ASSERT_EQ(train_session(config(run), second).status, SessionOutcome::Status::done);
+  ASSERT_FALSE(checkpoint_of(dir_ / "whole", 15).empty());
+  ASSERT_FALSE(checkpoint_of(run, 15).empty()) << "the resumed run saved no step 15";
+  const auto a = tensor_bytes(checkpoint_of(dir_ / "whole", 15));
+  const auto b = tensor_bytes(checkpoint_of(run, 15));
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, bytes] : a) EXPECT_TRUE(b.count(name) && b.at(name) == bytes) << name;
+  // And the plan the resumed session continued is the one the killed run had saved.
+  for (const auto& p : plan_records(run))
+    if (p["step"].get<std::int64_t>() >= kill_step) EXPECT_GE(p["step"].get<std::int64_t>(), kill_step + 6) << p.dump();
+  // The resumed run ends where its (re-)planned schedule ends.
+  auto [end, end_step] = newest_schedule(run);
+  EXPECT_EQ(end["time_budget"]["schedule"]["total_steps"].get<std::int64_t>(), end_step);
 }
 
 }  // namespace
