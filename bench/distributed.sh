@@ -2,7 +2,8 @@
 # Data-parallel training on the CPU (issue 18): the share of a training step spent in
 # communication with 2 Gloo ranks (torchrun --nproc-per-node 2, one thread each), for `cnn` and
 # `resnet18`, read from the run's metrics.jsonl (comm_seconds / step_seconds of the last epoch:
-# the gradient all-reduce, the per-step agreement, and the wait for the slower rank). Beside it,
+# the gradient all-reduce, the per-step agreement, and the wait for the slower rank; and the
+# gradient all-reduce's own share: what overlapping it with backward could save at most). Beside it,
 # in the same run, one process of the same global batch on both cores: the 2-rank throughput over
 # it (the ratio). Data: IMAGES of Fashion-MNIST's training images, evenly spread over the set (so
 # every class), resized to 64 for resnet18.
@@ -47,6 +48,7 @@ a, b = last(two), last(one)
 print(json.dumps({"bench": "distributed", "model": model, "ranks": a["world_size"],
                   "comm_share": round(a["comm_seconds"] / a["step_seconds"], 4),
                   "comm_seconds": round(a["comm_seconds"], 2), "step_seconds": round(a["step_seconds"], 2),
+                  "gradient_all_reduce_share": round(a["gradient_comm_seconds"] / a["step_seconds"], 4),
                   "images_per_s_2_ranks": round(a["images_per_s"]), "images_per_s_1_process": round(b["images_per_s"]),
                   "ratio_2_ranks_over_1": round(a["images_per_s"] / b["images_per_s"], 3),
                   "val_accuracy_2_ranks": a["val_accuracy"], "val_accuracy_1_process": b["val_accuracy"]}))

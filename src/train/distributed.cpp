@@ -184,6 +184,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
 }
 
 void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
+  const auto t0 = std::chrono::steady_clock::now();
   // Per dtype, buckets of consecutive gradients up to bucket_bytes_: flatten, reduce, copy back.
   std::vector<torch::Tensor> grads;
   for (const auto& p : params) {
@@ -221,6 +222,7 @@ void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params
       offset += g.numel();
     }
   }
+  gradient_seconds_ += seconds(t0);  // with flattening and copying back
 }
 
 std::vector<std::string> distributed_backends() {

@@ -56,12 +56,13 @@ class ProcessGroup {
   void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);
 
   double comm_seconds() const { return comm_seconds_; }  // time spent in collectives so far
+  double gradient_seconds() const { return gradient_seconds_; }  // of which in all_reduce_gradients
 
  protected:
   ProcessGroup(DistEnv env, std::string backend) : env_(std::move(env)), backend_(std::move(backend)) {}
   DistEnv env_;
   std::string backend_;
-  double comm_seconds_ = 0;
+  double comm_seconds_ = 0, gradient_seconds_ = 0;
   std::int64_t bucket_bytes_ = 25ll << 20;
 };
 

@@ -129,7 +129,7 @@ class Session {
   double last_lr_ = 0;
   double whole_save_seconds_ = -1;  // the longest waited-for save of this session; -1: none yet
   double epoch_loss_sum_ = 0;  // over this session's steps of the current epoch (finite losses)
-  double step_seconds_ = 0, comm_at_epoch_start_ = 0;  // this epoch's steps (with their agreement) and collectives
+  double step_seconds_ = 0, comm_at_epoch_start_ = 0, gradient_at_epoch_start_ = 0;  // this epoch's steps (with their agreement) and collectives
   std::int64_t epoch_loss_samples_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
@@ -615,6 +615,7 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
   epoch_loss_samples_ = 0;
   step_seconds_ = 0;
   comm_at_epoch_start_ = dist_ ? dist_->comm_seconds() : 0;
+  gradient_at_epoch_start_ = dist_ ? dist_->gradient_seconds() : 0;
   const auto& every = c_.save_every;
   auto cadence_due = [&](std::int64_t step, double since_save) {
     return (!time_budget_ || time_budget_->planned()) &&
@@ -727,6 +728,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
     last_metrics_["world_size"] = world();
     last_metrics_["step_seconds"] = step_seconds_;
     last_metrics_["comm_seconds"] = step_comm;
+    last_metrics_["gradient_comm_seconds"] = dist_->gradient_seconds() - gradient_at_epoch_start_;
   }
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
