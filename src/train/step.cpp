@@ -158,6 +158,13 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
       if (options_.micro_batch <= 1)
         fail(ErrorKind::budget, "GPU memory", "room for a micro-batch of 1", "out of memory",
              "use a smaller {image_size} or model, {grad_checkpoint}, {amp}, or a larger {gpu_memory}");
+      // With --sync-bn every rank must make the same forwards: one rank cannot halve its
+      // micro-batch alone (the others would wait in a batch-norm collective it never makes).
+      if (options_.equal_forwards > 0)
+        fail(ErrorKind::budget, "GPU memory", "room for a micro-batch of " + std::to_string(options_.micro_batch),
+             "out of memory (with {sync_bn} a rank cannot halve its micro-batch alone)",
+             "run the same command again with a smaller {batch_size} and a larger {accum} (the same global batch: "
+             "it resumes from the last checkpoint), or {grad_checkpoint}");
       int smaller = options_.micro_batch / 2;
       if (!oom_noted_)
         note("out of GPU memory at micro-batch " + std::to_string(options_.micro_batch) + "; continuing with " +

@@ -123,6 +123,30 @@ TEST(TrainStep, CublasAndCudnnWorkspaceFailuresAreRecoveredLikeOutOfMemory) {
   }
 }
 
+// --sync-bn on several ranks (equal_forwards): a rank that halved its micro-batch alone would make
+// more batch-norm collectives than the others and hang them; it stops with a budget error instead.
+TEST(TrainStep, WithEqualForwardsOutOfMemoryIsABudgetErrorNotAHalving) {
+  auto model = tiny_model();
+  OptimizerOptions o;
+  o.kind = OptimizerKind::sgd;
+  auto opt = make_optimizer(*model, o);
+  LossScaler scaler({.enabled = false});
+  StepOptions s;
+  s.micro_batch = 8;
+  s.equal_forwards = 8;
+  TrainStep step(*model, *opt.optimizer, scaler, s);
+  step.before_micro_step = [](std::int64_t) { TORCH_CHECK(false, "CUDA error: out of memory"); };
+  try {
+    step.run(random_batches(1, 8, 4));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::budget);
+    EXPECT_NE(std::string(e.what()).find("--sync-bn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--accum"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(step.micro_batch(), 8);
+}
+
 TEST(TrainStep, OtherLibTorchErrorsAreNotTakenForOutOfMemory) {
   Harness h(8);
   h.step->before_micro_step = [](std::int64_t) { TORCH_CHECK(false, "CUDA error: an illegal memory access"); };
