@@ -28,8 +28,26 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 // backend throws (gloo::IoException, c10::DistBackendError, a timeout), becomes one Error.
 class C10dGroup : public ProcessGroup {
  public:
-  C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<c10d::Backend> pg, std::chrono::milliseconds timeout)
-      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), timeout_(timeout) {}
+  C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<c10d::Backend> pg,
+            c10::intrusive_ptr<c10d::Backend> control, bool cuda, std::chrono::milliseconds timeout)
+      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), control_(std::move(control)),
+        cuda_(cuda), timeout_(timeout) {}
+
+  void control_all_reduce_sum(torch::Tensor& t) override {
+    run("all-reduce", [&] {
+      std::vector<at::Tensor> one{t};
+      control_->allreduce(one, c10d::AllreduceOptions{})->wait(timeout_);
+    });
+  }
+
+  void control_broadcast(torch::Tensor& t, int root) override {
+    run("broadcast", [&] {
+      std::vector<at::Tensor> one{t};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      control_->broadcast(one, o)->wait(timeout_);
+    });
+  }
 
   void all_reduce_sum(std::vector<torch::Tensor>& tensors) override {
     if (tensors.empty()) return;
@@ -42,7 +60,13 @@ class C10dGroup : public ProcessGroup {
         dense.push_back(one[0]);
         works.push_back(pg_->allreduce(one, c10d::AllreduceOptions{}));
       }
-      for (auto& w : works) w->wait(timeout_);
+      // NCCL: wait() orders the current stream after the collective without blocking the CPU (a
+      // timeout would make it poll until done); a peer that stops answering is NCCL's watchdog's
+      // to end, after the group's timeout. Gloo: the CPU waits, at most the timeout.
+      for (auto& w : works) {
+        if (cuda_) w->wait();
+        else w->wait(timeout_);
+      }
       torch::NoGradGuard no_grad;
       for (std::size_t i = 0; i < tensors.size(); ++i)
         if (!dense[i].is_same(tensors[i])) tensors[i].copy_(dense[i]);
@@ -56,7 +80,9 @@ class C10dGroup : public ProcessGroup {
         std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
         c10d::BroadcastOptions o;
         o.rootRank = root;
-        pg_->broadcast(one, o)->wait(timeout_);
+        auto work = pg_->broadcast(one, o);
+        if (cuda_) work->wait();
+        else work->wait(timeout_);
         if (!one[0].is_same(t)) {
           torch::NoGradGuard no_grad;
           t.copy_(one[0]);
@@ -84,9 +110,18 @@ class C10dGroup : public ProcessGroup {
     comm_seconds_ += seconds(t0);
   }
 
-  c10::intrusive_ptr<c10d::Backend> pg_;
+  c10::intrusive_ptr<c10d::Backend> pg_, control_;
+  bool cuda_;
   std::chrono::milliseconds timeout_;
 };
+
+c10::intrusive_ptr<c10d::Backend> gloo_group(const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env,
+                                             std::chrono::milliseconds timeout) {
+  auto o = c10d::ProcessGroupGloo::Options::create();
+  o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  o->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world, o);
+}
 
 int env_int(const std::function<const char*(const char*)>& getenv, const char* name, int lo, int hi,
             std::optional<int> absent) {
@@ -152,25 +187,24 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
          std::string("no connection (") + e.what() + ")",
          "check that every rank was given the same address and port and that rank 0 is running");
   }
-  c10::intrusive_ptr<c10d::Backend> pg;
+  c10::intrusive_ptr<c10d::Backend> pg, control;
   std::string name;
   try {
+    control = gloo_group(c10::make_intrusive<c10d::PrefixStore>("frugal/control", store), env, timeout);
     if (device.is_cuda()) {
 #ifdef FRUGAL_WITH_NCCL
       c10::cuda::set_device(device.index());  // NCCL binds to the current device at the first collective
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = timeout;
-      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world, o);
+      pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("frugal/data", store),
+                                                        env.rank, env.world, o);
       name = "nccl " + c10d::getNcclVersion();
 #else
       fail(ErrorKind::usage, "device " + device.str(), "a build with NCCL to train on several GPUs", "none",
            "build frugal against a LibTorch with CUDA (scripts/setup.sh), or train on the cpu with Gloo");
 #endif
     } else {
-      auto o = c10d::ProcessGroupGloo::Options::create();
-      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      o->timeout = timeout;
-      pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world, o);
+      pg = gloo_group(c10::make_intrusive<c10d::PrefixStore>("frugal/data", store), env, timeout);
       name = "gloo";
     }
   } catch (const Error&) {
@@ -180,7 +214,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
          "a process group with the other ranks", std::string("none (") + e.what() + ")",
          "check that every rank runs the same command and can reach the others");
   }
-  return std::make_unique<C10dGroup>(env, name, std::move(pg), timeout);
+  return std::make_unique<C10dGroup>(env, name, std::move(pg), std::move(control), device.is_cuda(), timeout);
 }
 
 void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {

@@ -51,6 +51,10 @@ class ProcessGroup {
   virtual void all_reduce_sum(std::vector<torch::Tensor>& tensors) = 0;
   // Rank `root`'s values into every rank's tensors, in place.
   virtual void broadcast(std::vector<torch::Tensor>& tensors, int root = 0) = 0;
+  // The same on small CPU tensors through a Gloo group beside the data group: the per-step
+  // agreement of a CUDA run then neither waits for the GPU nor goes through NCCL.
+  virtual void control_all_reduce_sum(torch::Tensor& cpu_tensor) = 0;
+  virtual void control_broadcast(torch::Tensor& cpu_tensor, int root = 0) = 0;
   // Gradients of `params` (undefined ones as zeros) plus `extra` summed over the ranks: flattened
   // into buckets of about `bucket_bytes` per dtype, one collective per bucket.
   void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);

@@ -587,10 +587,8 @@ Session::StepShare Session::share_step(bool stop, std::int64_t samples, double l
     a[4] = lr;
     a[5] = save_after ? 1 : 0;
   }
-  std::vector<torch::Tensor> v{device_.is_cuda() ? t.to(device_) : t};
-  dist_->all_reduce_sum(v);
-  auto sum = v[0].cpu();
-  auto r = sum.accessor<double, 1>();
+  dist_->control_all_reduce_sum(t);  // on the CPU: no wait for the GPU
+  auto r = t.accessor<double, 1>();
   StepShare out;
   out.stop = r[0] + r[1] > 0;
   if (out.stop && !stop) stop_reason_ = r[0] > 0 ? "signal on another rank" : "deadline";  // one deadline for all
@@ -602,9 +600,9 @@ Session::StepShare Session::share_step(bool stop, std::int64_t samples, double l
 }
 
 std::int64_t Session::from_rank0(std::int64_t value) {
-  std::vector<torch::Tensor> v{torch::full({1}, value, torch::kInt64).to(device_)};
-  dist_->broadcast(v);
-  return v[0].cpu().item<std::int64_t>();
+  auto t = torch::full({1}, value, torch::kInt64);
+  dist_->control_broadcast(t);
+  return t.item<std::int64_t>();
 }
 
 // Returns false when the run must stop (saved) before the epoch ends.
