@@ -171,6 +171,9 @@ class TrainStep {
   // step's loss sum) over the processes, in place. Every process then unscales, checks for inf/NaN
   // and steps on the same gradients: one decision, taken alike everywhere.
   std::function<void(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra)> reduce_gradients;
+  // Data-parallel: replaces zero_grad(set_to_none) before a step's first backward, e.g. with
+  // gradients that are views of the all-reduce's buckets, zeroed (ProcessGroup::prepare_gradients).
+  std::function<void(const std::vector<torch::Tensor>& params)> zero_gradients;
 
   // Test seams: called before each micro-batch's forward with a running micro-step counter, and
   // before optimizer.step(); may throw (e.g. c10::OutOfMemoryError) to simulate a failure there.

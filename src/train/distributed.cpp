@@ -217,8 +217,75 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
   return std::make_unique<C10dGroup>(env, name, std::move(pg), std::move(control), device.is_cuda(), timeout);
 }
 
+void ProcessGroup::prepare_gradients(const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  if (!views_intact(params)) {
+    buckets_.clear();
+    std::map<c10::ScalarType, std::size_t> open;  // dtype -> its bucket being filled
+    std::vector<std::int64_t> fill;
+    std::vector<std::vector<torch::Tensor>> members;
+    std::vector<c10::ScalarType> types;
+    for (const auto& p : params) {
+      const std::int64_t bytes = static_cast<std::int64_t>(p.nbytes());
+      auto it = open.find(p.scalar_type());
+      if (it == open.end() || fill[it->second] + bytes > bucket_bytes_) {
+        open[p.scalar_type()] = members.size();
+        members.emplace_back();
+        fill.push_back(0);
+        types.push_back(p.scalar_type());
+        it = open.find(p.scalar_type());
+      }
+      members[it->second].push_back(p);
+      fill[it->second] += bytes;
+    }
+    for (std::size_t b = 0; b < members.size(); ++b) {
+      std::int64_t numel = 0;
+      for (const auto& p : members[b]) numel += p.numel();
+      Bucket bucket{torch::zeros({numel}, members[b][0].options().dtype(types[b])), members[b]};
+      std::int64_t offset = 0;
+      for (const auto& p : members[b]) {
+        // The parameter's own strides (a channels-last weight gets a channels-last gradient), so
+        // that backward adds into the view in place.
+        p.mutable_grad() = bucket.flat.as_strided(p.sizes(), p.strides(), offset);
+        offset += p.numel();
+      }
+      buckets_.push_back(std::move(bucket));
+    }
+  }
+  for (auto& b : buckets_) b.flat.zero_();
+}
+
+bool ProcessGroup::views_intact(const std::vector<torch::Tensor>& params) const {
+  std::size_t n = 0;
+  for (const auto& b : buckets_) {
+    const auto* begin = static_cast<const char*>(b.flat.data_ptr());
+    const auto* end = begin + b.flat.nbytes();
+    for (const auto& p : b.params) {
+      if (n >= params.size() || !params[n].is_same(p)) return false;
+      const auto& g = p.grad();
+      if (!g.defined() || g.sizes() != p.sizes() || g.strides() != p.strides()) return false;
+      const auto* at = static_cast<const char*>(g.data_ptr());
+      if (at < begin || at >= end) return false;
+      ++n;
+    }
+  }
+  return n == params.size() && n > 0;
+}
+
 void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (views_intact(params)) {  // backward wrote into the buckets: sum them where they are
+    std::vector<torch::Tensor> flat;
+    for (auto& b : buckets_) flat.push_back(b.flat);
+    for (auto& e : extra) flat.push_back(e.reshape({-1}));
+    all_reduce_sum(flat);
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < extra.size(); ++i)
+      if (!flat[buckets_.size() + i].is_same(extra[i])) extra[i].copy_(flat[buckets_.size() + i].view_as(extra[i]));
+    gradient_seconds_ += seconds(t0);
+    ++in_place_;
+    return;
+  }
   // Per dtype, buckets of consecutive gradients up to bucket_bytes_: flatten, reduce, copy back.
   std::vector<torch::Tensor> grads;
   for (const auto& p : params) {

@@ -55,12 +55,18 @@ class ProcessGroup {
   // agreement of a CUDA run then neither waits for the GPU nor goes through NCCL.
   virtual void control_all_reduce_sum(torch::Tensor& cpu_tensor) = 0;
   virtual void control_broadcast(torch::Tensor& cpu_tensor, int root = 0) = 0;
-  // Gradients of `params` (undefined ones as zeros) plus `extra` summed over the ranks: flattened
-  // into buckets of about `bucket_bytes` per dtype, one collective per bucket.
+  // Before a step's backward: makes each parameter's gradient a view of a flat bucket (about
+  // bucket_bytes per bucket and dtype, laid out as the parameter: channels-last too) and zeroes
+  // the buckets, so that backward accumulates straight into them (DDP's gradient_as_bucket_view).
+  void prepare_gradients(const std::vector<torch::Tensor>& params);
+  // Gradients of `params` (undefined ones as zeros) plus `extra` summed over the ranks, in place:
+  // the buckets themselves when the gradients are still their views, else flattened into
+  // buckets and copied back. One collective per bucket.
   void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);
 
   double comm_seconds() const { return comm_seconds_; }  // time spent in collectives so far
   double gradient_seconds() const { return gradient_seconds_; }  // of which in all_reduce_gradients
+  std::int64_t in_place_reductions() const { return in_place_; }  // gradient reductions on the buckets
 
  protected:
   ProcessGroup(DistEnv env, std::string backend) : env_(std::move(env)), backend_(std::move(backend)) {}
@@ -68,6 +74,13 @@ class ProcessGroup {
   std::string backend_;
   double comm_seconds_ = 0, gradient_seconds_ = 0;
   std::int64_t bucket_bytes_ = 25ll << 20;
+  struct Bucket {
+    torch::Tensor flat;
+    std::vector<torch::Tensor> params;  // whose gradients are views of flat
+  };
+  std::vector<Bucket> buckets_;
+  std::int64_t in_place_ = 0;
+  bool views_intact(const std::vector<torch::Tensor>& params) const;
 };
 
 }  // namespace frugal

@@ -892,10 +892,12 @@ SessionOutcome Session::train() {
          "leave the number of epochs out (or auto) to plan them for the budget, or leave out the budget");
   if (dist_ && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
-  if (dist_)
+  if (dist_) {
+    step_->zero_gradients = [g = dist_.get()](const std::vector<torch::Tensor>& params) { g->prepare_gradients(params); };
     step_->reduce_gradients = [g = dist_.get()](const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
       g->all_reduce_gradients(params, std::move(extra));
     };
+  }
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +

@@ -74,7 +74,8 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   std::int64_t local = 0;
   for (auto& [images, labels] : batches) local += images.size(0);
   const std::int64_t total = global_samples > 0 ? global_samples : local;
-  optimizer_.zero_grad(/*set_to_none=*/true);
+  if (zero_gradients) zero_gradients(trainable());
+  else optimizer_.zero_grad(/*set_to_none=*/true);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
   auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   const std::int64_t micro = options_.micro_batch;
@@ -148,7 +149,8 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
     } catch (const c10::Error& e) {
       // cuBLAS/cuDNN workspace failures arrive as plain c10::Error: the same remedy applies.
       if (!is_out_of_memory(e)) throw;
-      optimizer_.zero_grad(/*set_to_none=*/true);
+      if (zero_gradients) zero_gradients(trainable());
+      else optimizer_.zero_grad(/*set_to_none=*/true);
       {
         torch::NoGradGuard no_grad;
         auto buffers = model_.buffers();

@@ -110,11 +110,16 @@ Trained train_case(const Case& c, int rank, int world, ProcessGroup* group) {
   }
   TrainStep step(model, *opt.optimizer, scaler, so);
   int step_no = 0;
-  if (group)
+  if (group) {  // as the trainer does: gradients as views of the all-reduce's buckets
+    step.zero_gradients = [&](const std::vector<torch::Tensor>& params) { group->prepare_gradients(params); };
     step.reduce_gradients = [&](const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
-      if (step_no == c.inf_step && rank == 1) params[0].mutable_grad().view(-1)[0] = INFINITY;
+      if (step_no == c.inf_step && rank == 1) {
+        torch::NoGradGuard no_grad;
+        params[0].mutable_grad().view(-1)[0] = INFINITY;
+      }
       group->all_reduce_gradients(params, std::move(extra));
     };
+  }
   LoaderOptions lo;
   lo.batch_size = kGlobalBatch / world;
   lo.shard = {rank, world};
@@ -297,6 +302,9 @@ TEST(DistributedChild, Rank) {
     ::_exit(0);
   }
   Trained t = train_case(find_case(which), env->rank, env->world, group.get());
+  // Every step's gradients were summed where backward wrote them (the buckets), not copied.
+  EXPECT_EQ(group->in_place_reductions(), static_cast<std::int64_t>(t.skipped.size()));
+  if (::testing::Test::HasFailure()) ::_exit(3);
   torch::save(t.params, out + ".params");
   std::ofstream steps(out + ".steps");
   for (std::size_t i = 0; i < t.skipped.size(); ++i) steps << (t.skipped[i] ? 1 : 0) << " " << t.losses[i] << "\n";
