@@ -27,36 +27,36 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
                              torch::full({1}, static_cast<double>(x.numel() / std::max<std::int64_t>(c, 1)),
                                          xf.options().dtype(torch::kFloat64))});
     g_sync(stats);
-    auto n = stats[2 * c];
-    const double count = n.item<double>();
-    ctx->saved_data["n"] = count;
-    if (count == 0) return x.clone();  // no rank had a sample: nothing to normalise or count
-    auto mean64 = stats.slice(0, 0, c) / n;
-    auto var64 = (stats.slice(0, c, 2 * c) / n - mean64 * mean64).clamp_min(0);
+    // No host read of the count (a GPU would wait at every layer): an empty global batch (every
+    // rank's chunk empty, as the last chunks of an uneven batch can be) is handled on the device.
+    auto n = stats.slice(0, 2 * c, 2 * c + 1);
+    auto any = n > 0;
+    auto safe_n = n.clamp_min(1);
+    auto mean64 = stats.slice(0, 0, c) / safe_n;
+    auto var64 = (stats.slice(0, c, 2 * c) / safe_n - mean64 * mean64).clamp_min(0);
     auto mean = mean64.to(torch::kFloat32), var = var64.to(torch::kFloat32);
     auto invstd = torch::rsqrt(var + eps);
     auto shape = std::vector<std::int64_t>{1, c, 1, 1};
     auto y = (xf - mean.view(shape)) * (invstd * weight.to(torch::kFloat32)).view(shape) + bias.to(torch::kFloat32).view(shape);
     {
       torch::NoGradGuard no_grad;
-      batches_tracked += 1;
-      running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype()) * momentum);
-      running_var.mul_(1 - momentum).add_((var64 * (count / std::max(1.0, count - 1))).to(running_var.dtype()) * momentum);
+      batches_tracked.add_(any.to(batches_tracked.scalar_type()).reshape({}));
+      auto unbiased = var64 * (safe_n / (n - 1).clamp_min(1));
+      running_mean.copy_(torch::where(any, running_mean * (1 - momentum) + mean.to(running_mean.dtype()) * momentum, running_mean));
+      running_var.copy_(torch::where(any, running_var * (1 - momentum) + unbiased.to(running_var.dtype()) * momentum, running_var));
     }
-    ctx->save_for_backward({xf, weight, mean, invstd});
+    ctx->save_for_backward({xf, weight, mean, invstd, safe_n});
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(x.scalar_type());
     return y.to(x.scalar_type());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const double n = ctx->saved_data["n"].toDouble();
-    if (n == 0) return {grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
-                        torch::Tensor(), torch::Tensor()};  // every rank skips alike: the count is global
     auto saved = ctx->get_saved_variables();
     const auto& xf = saved[0];
     const auto& weight = saved[1];
     const auto& mean = saved[2];
     const auto& invstd = saved[3];
+    const auto& n = saved[4];  // the global count, at least 1
     const auto c = xf.size(1);
     auto shape = std::vector<std::int64_t>{1, c, 1, 1};
     auto dy = grads[0].to(torch::kFloat32);

@@ -84,5 +84,24 @@ TEST(SyncBatchNorm, StatisticsSpanTheOtherProcessesSamples) {
   expect_close(ours->running_var, ref->running_var, 1e-5, "running var over both halves");
 }
 
+// The last chunks of an uneven batch can be empty on every rank: nothing is normalised or counted,
+// the running statistics stay as they were (no 0/0), and backward still runs its collective.
+TEST(SyncBatchNorm, AnEmptyGlobalBatchChangesNothing) {
+  SyncOff off;
+  int calls = 0;
+  set_batch_norm_sync([&](torch::Tensor&) { ++calls; });
+  detail::Norm2d bn(4);
+  auto mean = bn->running_mean.clone(), var = bn->running_var.clone();
+  auto x = torch::zeros({0, 4, 5, 5}).requires_grad_(true);
+  auto y = bn(x);
+  EXPECT_EQ(y.numel(), 0);
+  y.sum().backward();
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(bn->running_mean.equal(mean));
+  EXPECT_TRUE(bn->running_var.equal(var));
+  EXPECT_EQ(bn->num_batches_tracked.item<std::int64_t>(), 0);
+  EXPECT_FALSE(bn->weight.grad().isnan().any().item<bool>());
+}
+
 }  // namespace
 }  // namespace frugal
