@@ -20,27 +20,8 @@ export PATH=$(dirname "$torchrun"):$PATH OMP_NUM_THREADS=1
 pids=()
 on_exit 'for p in "${pids[@]}"; do kill -KILL $p 2>/dev/null; done'
 
-"$py" - "$t/digits.zip" "$t/val.zip" <<'PY'
-import io, random, sys, zipfile
-from PIL import Image, ImageDraw
-for path, seed, n in ((sys.argv[1], 0, 60), (sys.argv[2], 1, 16)):
-    rng = random.Random(seed)
-    with zipfile.ZipFile(path, "w") as z:
-        for label in range(3):
-            for i in range(n):
-                im = Image.new("L", (28, 28), 0)
-                d = ImageDraw.Draw(im)
-                x, y = rng.randint(2, 10), rng.randint(2, 10)
-                if label == 0:
-                    d.ellipse((x, y, x + 14, y + 14), fill=255)
-                elif label == 1:
-                    d.rectangle((x, y, x + 14, y + 14), fill=255)
-                else:
-                    d.line((x, y, x + 14, y + 14), fill=255, width=3)
-                buf = io.BytesIO()
-                im.save(buf, "PNG")
-                z.writestr(f"class{label}/{i:03d}.png", buf.getvalue())
-PY
+make_shapes_zip "$t/digits.zip" 60 0
+make_shapes_zip "$t/val.zip" 16 1
 
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # ranks RUN PORT LOGPREFIX ARGS...: starts rank 0 and rank 1 of 2 in the background (pids r0, r1)

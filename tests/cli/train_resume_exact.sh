@@ -11,26 +11,7 @@ needs_python PIL safetensors torch
 work=$t
 pid=
 on_exit '[[ -n $pid ]] && kill -KILL $pid 2>/dev/null'
-"$py" - "$work/digits.zip" <<'PY'
-import io, random, sys, zipfile
-from PIL import Image, ImageDraw
-rng = random.Random(0)
-with zipfile.ZipFile(sys.argv[1], "w") as z:
-    for label in range(3):
-        for i in range(60):
-            im = Image.new("L", (28, 28), 0)
-            d = ImageDraw.Draw(im)
-            x, y = rng.randint(2, 10), rng.randint(2, 10)
-            if label == 0:
-                d.ellipse((x, y, x + 14, y + 14), fill=255)
-            elif label == 1:
-                d.rectangle((x, y, x + 14, y + 14), fill=255)
-            else:
-                d.line((x, y, x + 14, y + 14), fill=255, width=3)
-            buf = io.BytesIO()
-            im.save(buf, "PNG")
-            z.writestr(f"class{label}/{i:03d}.png", buf.getvalue())
-PY
+make_shapes_zip "$work/digits.zip" 60
 # Enough steps (EPOCHS x images / 2) that each signal, sent a few steps after a run (re)starts,
 # lands long before its end.
 args=(--data "$work/digits.zip" --model cnn --epochs 3 --batch-size 2 --deterministic

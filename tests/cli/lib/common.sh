@@ -10,6 +10,7 @@
 #   needs_python numpy PIL                      # skip (exit 77) unless $py imports them
 #   needs_commands frugal frugal-torch          # skip unless on PATH (built, installed)
 #   make_two_class_zip "$t/data.zip" 16         # 2 x 16 learnable 28x28 PNGs (see below)
+#   make_shapes_zip "$t/shapes.zip" 60          # 3 x 60 28x28 PNGs: circles, squares, lines
 #   expect_exit "verify refuses a bad CRC" 3 frugal verify "$t/bad.zip"   # stdout $t/out, stderr $t/err
 #   expect_msg "...naming the entry" "BAD  c:"  # a fixed string in $t/err (or in the file given third)
 #   check "the join equals the original" '[ "$(sum a)" == "$(sum b)" ]'  # any condition, eval'd
@@ -121,6 +122,31 @@ finish() {  # the last line of a test
 # (0..95), PER_CLASS 28x28 grayscale samples each (bright/000.png ...), drawn from numpy's
 # default_rng(SEED, default 0): learnable in a few steps. Stored, as images are packed. PNGs need
 # numpy and PIL, .npy samples numpy. The same arguments give the same bytes.
+# make_shapes_zip ZIP N [SEED]: 3 classes (class0 circles, class1 squares, class2 lines) of N
+# 28x28 PNGs each, drawn at random offsets from SEED (default 0); needs PIL.
+make_shapes_zip() {
+  "$py" - "$1" "$2" "${3:-0}" <<'PY'
+import io, random, sys, zipfile
+from PIL import Image, ImageDraw
+path, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(seed)
+with zipfile.ZipFile(path, "w") as z:
+    for label in range(3):
+        for i in range(n):
+            im = Image.new("L", (28, 28), 0)
+            d = ImageDraw.Draw(im)
+            x, y = rng.randint(2, 10), rng.randint(2, 10)
+            if label == 0:
+                d.ellipse((x, y, x + 14, y + 14), fill=255)
+            elif label == 1:
+                d.rectangle((x, y, x + 14, y + 14), fill=255)
+            else:
+                d.line((x, y, x + 14, y + 14), fill=255, width=3)
+            buf = io.BytesIO()
+            im.save(buf, "PNG")
+            z.writestr(f"class{label}/{i:03d}.png", buf.getvalue())
+PY
+}
 make_two_class_zip() {
   "$py" - "$1" "$2" "${3:-png}" "${4:-0}" <<'PY'
 import io, sys, zipfile
