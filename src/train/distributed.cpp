@@ -274,56 +274,32 @@ bool ProcessGroup::views_intact(const std::vector<torch::Tensor>& params) const 
 
 void ProcessGroup::all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (views_intact(params)) {  // backward wrote into the buckets: sum them where they are
-    std::vector<torch::Tensor> flat;
-    for (auto& b : buckets_) flat.push_back(b.flat);
-    for (auto& e : extra) flat.push_back(e.reshape({-1}));
-    all_reduce_sum(flat);
+  const bool in_place = views_intact(params);
+  std::vector<torch::Tensor> made;  // gradients made without prepare_gradients: copied into the buckets
+  if (!in_place) {
+    for (const auto& p : params) made.push_back(p.grad());
+    prepare_gradients(params);  // zeroed: an undefined gradient (a rank with no samples) sums as zeros
     torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < extra.size(); ++i)
-      if (!flat[buckets_.size() + i].is_same(extra[i])) extra[i].copy_(flat[buckets_.size() + i].view_as(extra[i]));
-    gradient_seconds_ += seconds(t0);
-    ++in_place_;
-    return;
-  }
-  // Per dtype, buckets of consecutive gradients up to bucket_bytes_: flatten, reduce, copy back.
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : params) {
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);  // a rank with no samples this step
-    grads.push_back(p.grad());
-  }
-  for (auto& e : extra) grads.push_back(e);
-  std::map<c10::ScalarType, std::vector<std::vector<torch::Tensor>>> buckets;
-  std::map<c10::ScalarType, std::int64_t> fill;
-  for (auto& g : grads) {
-    auto& list = buckets[g.scalar_type()];
-    auto& bytes = fill[g.scalar_type()];
-    if (list.empty() || bytes + static_cast<std::int64_t>(g.nbytes()) > bucket_bytes_) {
-      list.emplace_back();
-      bytes = 0;
-    }
-    list.back().push_back(g);
-    bytes += static_cast<std::int64_t>(g.nbytes());
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (made[i].defined()) params[i].mutable_grad().copy_(made[i]);
   }
   std::vector<torch::Tensor> flat;
-  std::vector<const std::vector<torch::Tensor>*> members;
-  for (auto& [type, list] : buckets)
-    for (auto& bucket : list) {
-      std::vector<torch::Tensor> views;
-      for (auto& g : bucket) views.push_back(g.reshape({-1}));
-      flat.push_back(torch::cat(views));
-      members.push_back(&bucket);
-    }
+  for (auto& b : buckets_) flat.push_back(b.flat);
+  for (auto& e : extra) flat.push_back(e.reshape({-1}));
   all_reduce_sum(flat);
   torch::NoGradGuard no_grad;
-  for (std::size_t b = 0; b < flat.size(); ++b) {
-    std::int64_t offset = 0;
-    for (const auto& g : *members[b]) {
-      g.copy_(flat[b].slice(0, offset, offset + g.numel()).view_as(g));
-      offset += g.numel();
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    if (!flat[buckets_.size() + i].is_same(extra[i])) extra[i].copy_(flat[buckets_.size() + i].view_as(extra[i]));
+  if (!in_place) {
+    // ... and back into tensors of their own: a view cannot be detached, as zero_grad() does.
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor reduced = params[i].grad();
+      params[i].mutable_grad() = made[i].defined() ? made[i].copy_(reduced) : reduced.clone();
     }
+    buckets_.clear();
   }
-  gradient_seconds_ += seconds(t0);  // with flattening and copying back
+  gradient_seconds_ += seconds(t0);
+  if (in_place) ++in_place_;
 }
 
 std::vector<std::string> distributed_backends() {

@@ -60,13 +60,14 @@ class ProcessGroup {
   // the buckets, so that backward accumulates straight into them (DDP's gradient_as_bucket_view).
   void prepare_gradients(const std::vector<torch::Tensor>& params);
   // Gradients of `params` (undefined ones as zeros) plus `extra` summed over the ranks, in place:
-  // the buckets themselves when the gradients are still their views, else flattened into
-  // buckets and copied back. One collective per bucket.
+  // the buckets themselves when the gradients are still their views, else copied into buckets
+  // and back. One collective per bucket.
   void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);
 
   double comm_seconds() const { return comm_seconds_; }  // time spent in collectives so far
   double gradient_seconds() const { return gradient_seconds_; }  // of which in all_reduce_gradients
-  std::int64_t in_place_reductions() const { return in_place_; }  // gradient reductions on the buckets
+  // Gradient reductions that found backward's results already in the buckets (no copy).
+  std::int64_t in_place_reductions() const { return in_place_; }
 
  protected:
   ProcessGroup(DistEnv env, std::string backend) : env_(std::move(env)), backend_(std::move(backend)) {}
