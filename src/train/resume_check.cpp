@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "frugal/train.h"
+#include "train/global_batch.h"
 
 namespace frugal {
 
@@ -32,25 +33,14 @@ std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlo
     if (!saved.contains(key) || !now.contains(key)) continue;
     if (saved[key] != now[key]) out.push_back(key + ": " + shown(saved[key]) + " -> " + shown(now[key]));
   }
-  // The saved config comes from a checkpoint file: a batch size that is not an integer, or whose
-  // product with accum overflows, is unreadable and so a change, never an exception or a wrap.
-  auto effective = [](const nlohmann::json& c) -> std::optional<std::int64_t> {
-    auto number = [&](const char* key, std::int64_t absent) -> std::optional<std::int64_t> {
-      if (!c.contains(key)) return absent;
-      if (!c[key].is_number_integer()) return std::nullopt;
-      return c[key].get<std::int64_t>();
-    };
-    auto b = number("batch_size", 0), k = number("accum", 1), w = number("world_size", 1);
-    std::int64_t bk = 0, product = 0;
-    if (!b || !k || !w || __builtin_mul_overflow(*b, *k, &bk) || __builtin_mul_overflow(bk, *w, &product))
-      return std::nullopt;
-    return product;
-  };
-  auto text = [](std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string("unreadable"); };
-  if (saved.contains("batch_size") && now.contains("batch_size") &&
-      (!effective(saved) || effective(saved) != effective(now)))
-    out.push_back("effective batch (batch_size x accum x processes): " + text(effective(saved)) + " -> " +
-                  text(effective(now)));
+  // The saved config comes from a checkpoint file: global_batch_of reads what it holds as a number
+  // or as unreadable (a change), never an exception or a wrap.
+  if (saved.contains("batch_size") && now.contains("batch_size")) {
+    const auto before = global_batch_of(saved), after = global_batch_of(now);
+    auto text = [](std::optional<std::int64_t> v) { return v ? std::to_string(*v) : std::string("unreadable"); };
+    if (!before || before != after)
+      out.push_back("effective batch (batch_size x accum x processes): " + text(before) + " -> " + text(after));
+  }
   return out;
 }
 

@@ -1,6 +1,8 @@
 // learning_changes: which option changes make a resume unsound.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <set>
 
 #include "frugal/train.h"
@@ -100,6 +102,12 @@ TEST(LearningChanges, ASavedBatchThatIsNotANumberOrOverflowsIsAChangeNotAnExcept
   saved = config();
   saved["batch_size"] = std::int64_t{1} << 62;
   saved["accum"] = 4;
+  EXPECT_NO_THROW(changes = learning_changes(saved, config()));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "effective batch (batch_size x accum x processes): unreadable -> 128");
+  // A world size above INT64_MAX (stored unsigned) is unreadable too, not wrapped to a negative.
+  saved = config();
+  saved["world_size"] = std::numeric_limits<std::uint64_t>::max();
   EXPECT_NO_THROW(changes = learning_changes(saved, config()));
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(changes[0], "effective batch (batch_size x accum x processes): unreadable -> 128");
