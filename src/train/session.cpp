@@ -21,6 +21,7 @@
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/events.h"
+#include "train/global_batch.h"
 #include "train/schedule.h"
 #include "train/train_log.h"
 
@@ -74,6 +75,7 @@ class Session {
   };
   StepShare share_step(bool stop, std::int64_t samples, double lr, bool save_after);
   std::int64_t from_rank0(std::int64_t value);
+  void fits_one_step_together();
   bool rank0() const { return !dist_ || dist_->rank() == 0; }
   int world() const { return dist_ ? dist_->world() : 1; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * world(); }
@@ -331,6 +333,15 @@ void Session::prepare_resume() {
   now["classes"] = classes_;
   now["train_images"] = train_->size();
   now["world_size"] = world();
+  // A checkpoint whose batch size, accumulation or world size is no integer (or whose product
+  // overflows) is damaged or crafted: bad input (exit 3), not a change of options the user made.
+  if (ck.config.contains("batch_size") && !global_batch_of(ck.config)) {
+    auto shown = [&](const char* k) { return ck.config.contains(k) ? ck.config[k].dump().substr(0, 40) : std::string("absent"); };
+    fail(ErrorKind::invalid, (run_dir_ / resume_->file.filename()).string(),
+         "the checkpoint's effective batch (batch_size x accum x world_size) as integers whose product fits",
+         "batch_size " + shown("batch_size") + ", accum " + shown("accum") + ", world_size " + shown("world_size"),
+         "the checkpoint is damaged: remove it to resume from an older one, or add {fresh} to start this run over");
+  }
   if (auto changes = learning_changes(ck.config, now); !changes.empty()) {
     std::string list;
     for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
@@ -599,6 +610,25 @@ Session::StepShare Session::share_step(bool stop, std::int64_t samples, double l
   return out;
 }
 
+// The first step's deadline check, decided together: a rank whose deadline cannot hold a step and
+// a save says so, and every rank refuses (exit 4, nothing written yet) instead of the others
+// waiting for it in vain (exit 1). Every rank takes part, with a deadline or not.
+void Session::fits_one_step_together() {
+  std::optional<Error> mine;
+  try {
+    if (deadline_) deadline_->check_fits_one_step();
+  } catch (const Error& e) {
+    mine = e;
+  }
+  auto t = torch::full({1}, mine ? 1.0 : 0.0, torch::kFloat64);
+  dist_->control_all_reduce_sum(t);
+  if (mine) throw *mine;
+  if (t.item<double>() > 0)
+    fail(ErrorKind::budget, "deadline", "time for at least one step and a save on every process",
+         "a process whose deadline is too close (its own message says how much it needs)",
+         "give a later deadline, or a smaller batch or image size; nothing was changed");
+}
+
 std::int64_t Session::from_rank0(std::int64_t value) {
   auto t = torch::full({1}, value, torch::kInt64);
   dist_->control_broadcast(t);
@@ -678,8 +708,9 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
       deadline_->record_step(step_seconds);
       // The first step of each session measures what one costs: a deadline that cannot hold it
       // and a save is refused now, before the run folder changes (exit 4, nothing was changed).
-      if (session_steps_ == 0) deadline_->check_fits_one_step();
+      if (session_steps_ == 0 && !dist_) deadline_->check_fits_one_step();
     }
+    if (session_steps_ == 0 && dist_) fits_one_step_together();
     ++session_steps_;
     // A time budget too short for one epoch is refused at the first plan, a few steps in: until
     // then nothing is written either.

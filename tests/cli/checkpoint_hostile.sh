@@ -107,4 +107,28 @@ expect_exit "resuming a crafted time-budget plan is refused" 3 frugal train --da
   --model cnn --batch-size 8 --val-split 0.25 --workers 1 --time-budget 8s
 expect_msg "...naming the file" "$cut: "
 ! grep -qi "internal error" "$t/err" || die "internal error" "$t/err"
+
+# A checkpoint whose config holds a batch size that is no integer: bad input (exit 3) naming the
+# file, not a refused change of options (exit 2, "unreadable -> 8" before).
+frugal train --data "$t/data.zip" --run "$t/run4" --model cnn --batch-size 8 --val-split 0.25 --workers 1 \
+  --epochs 1 2>"$t/run4.log" || die "the run to craft failed" "$t/run4.log"
+last=$(cd "$t/run4" && ls ckpt-*.safetensors | tail -1)
+"$py" - "$t/run4/$last" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+c = json.loads(h["__metadata__"]["config"])
+assert c["batch_size"] == 8, c
+c["batch_size"] = "8"
+h["__metadata__"]["config"] = json.dumps(c)
+hb = json.dumps(h).encode()
+hb += b" " * ((8 - len(hb) % 8) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+expect_exit "resuming a checkpoint whose batch size is text is refused as bad input" 3 frugal train \
+  --data "$t/data.zip" --run "$t/run4" --model cnn --batch-size 8 --val-split 0.25 --workers 1 --epochs 2
+expect_msg "...naming the file" "$last: expected the checkpoint's effective batch"
+expect_msg "...and what it holds" 'found batch_size "8", accum 1'
+! grep -qi "internal error" "$t/err" || die "internal error" "$t/err"
 finish

@@ -208,4 +208,26 @@ acc1=$("$py" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]
 echo "val accuracy: 1 process x 8 $acc1, 2 ranks x 4 (per-rank batch norm) $acc"
 check "2 ranks without --sync-bn: accuracy within 5 points of 1 process ($acc vs $acc1)" \
   '"$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) - 0.05 else 1)" "$acc" "$acc1"'
+# --- H: a deadline too close for one step on rank 1 alone (a rank started late or slower): every
+# rank refuses the run (exit 4, nothing written), not rank 1 alone while rank 0 waits in vain
+# (exit 1). Rank 1's first step (resnet18 at 224 px, 64 images, one thread: ~7 s here, 2.3 GB)
+# cannot fit with a save in its 3 s (it would need 1.8 s or less); rank 0 has ten minutes.
+slow=(--data "$t/digits.zip" --model resnet18 --image-size 224 --batch-size 64 --device cpu --workers 1 --epochs 1
+      --dist-timeout 60s --run "$t/close")
+port=$(free_port)
+for r in 0 1; do
+  if [[ $r == 1 ]]; then d=3s; else d=10m; fi
+  RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    frugal-torch train "${slow[@]}" --deadline $d > "$t/close$r.out" 2> "$t/close$r.err" &
+  pids+=($!)
+  eval "r$r=$!"
+done
+rc0=0 rc1=0
+wait $r1 || rc1=$?
+wait $r0 || rc0=$?
+expect_msg "rank 1's first step did not fit in its deadline" "deadline: expected time for at least one step and a save (about" "$t/close1.err"
+check "rank 1 exits 4 ($rc1)" '[ $rc1 == 4 ]'
+check "rank 0 exits 4 with it, not 1 ($rc0)" '[ $rc0 == 4 ]'
+expect_msg "...saying why" "time for at least one step and a save on every process" "$t/close0.err"
+check "nothing was written" '! ls "$t/close" 2>/dev/null | grep -q "^ckpt-"'
 finish
