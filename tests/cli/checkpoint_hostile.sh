@@ -81,6 +81,24 @@ grep -q "skipping checkpoint .*$crafted" "$t/train2.log" || die "crafted delta n
 grep -q "resuming from $good (epoch 3, step $step)" "$t/train2.log" || die "did not resume from $good" "$t/train2.log"
 ok "crafted checkpoints are exit 3; resume fell back to $good"
 
+# craft_metadata FILE KEY CODE: rewrites a checkpoint's JSON metadata value KEY in place; CODE
+# (Python) changes it as `v`. The checksum covers the tensors only, so the file still verifies.
+craft_metadata() {
+  "$py" - "$@" <<'PY'
+import json, struct, sys
+path, key, code = sys.argv[1:4]
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+v = json.loads(h["__metadata__"][key])
+exec(code)
+h["__metadata__"][key] = json.dumps(v)
+hb = json.dumps(h).encode()
+hb += b" " * ((8 - len(hb) % 8) % 8)
+open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+}
+
 # A --time-budget run's checkpoint whose plan (schedule.time_budget) holds the wrong types: the
 # resume is exit 3 naming that file (was: "the checkpoint's time budget: ..." without it).
 set +e
@@ -90,19 +108,8 @@ rc=$?
 set -e
 [[ $rc == 75 ]] || die "the time-budget run cut by its deadline: exit $rc, expected 75" "$t/budget1.log"
 cut=$(cd "$t/run3" && ls ckpt-*.safetensors | tail -1)
-"$py" - "$t/run3/$cut" <<'PY'
-import json, struct, sys
-raw = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-h = json.loads(raw[8:8 + n])
-s = json.loads(h["__metadata__"]["schedule"])
-assert "time_budget" in s, s
-s["time_budget"]["costs"] = {"step": "fast", "eval": [], "save": None}
-h["__metadata__"]["schedule"] = json.dumps(s)
-hb = json.dumps(h).encode()
-hb += b" " * ((8 - len(hb) % 8) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
-PY
+craft_metadata "$t/run3/$cut" schedule 'assert "time_budget" in v, v
+v["time_budget"]["costs"] = {"step": "fast", "eval": [], "save": None}'
 expect_exit "resuming a crafted time-budget plan is refused" 3 frugal train --data "$t/data.zip" --run "$t/run3" \
   --model cnn --batch-size 8 --val-split 0.25 --workers 1 --time-budget 8s
 expect_msg "...naming the file" "$cut: "
@@ -113,19 +120,8 @@ expect_msg "...naming the file" "$cut: "
 frugal train --data "$t/data.zip" --run "$t/run4" --model cnn --batch-size 8 --val-split 0.25 --workers 1 \
   --epochs 1 2>"$t/run4.log" || die "the run to craft failed" "$t/run4.log"
 last=$(cd "$t/run4" && ls ckpt-*.safetensors | tail -1)
-"$py" - "$t/run4/$last" <<'PY'
-import json, struct, sys
-raw = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-h = json.loads(raw[8:8 + n])
-c = json.loads(h["__metadata__"]["config"])
-assert c["batch_size"] == 8, c
-c["batch_size"] = "8"
-h["__metadata__"]["config"] = json.dumps(c)
-hb = json.dumps(h).encode()
-hb += b" " * ((8 - len(hb) % 8) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
-PY
+craft_metadata "$t/run4/$last" config 'assert v["batch_size"] == 8, v
+v["batch_size"] = "8"'
 expect_exit "resuming a checkpoint whose batch size is text is refused as bad input" 3 frugal train \
   --data "$t/data.zip" --run "$t/run4" --model cnn --batch-size 8 --val-split 0.25 --workers 1 --epochs 2
 expect_msg "...naming the file" "$last: expected the checkpoint's effective batch"
