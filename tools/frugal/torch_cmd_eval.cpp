@@ -13,7 +13,12 @@
 namespace frugal::cli {
 
 int cmd_eval(int argc, char** argv) {
-  CLI::App app("Loss, top-1 and per-class accuracy of a model on an archive.", "eval");
+  // The model runs as load_model_any leaves it: on the CPU, in float32, whatever --amp trained it.
+  CLI::App app(
+      "Loss, top-1 and per-class accuracy of a model on an archive, on the CPU in float32.\n"
+      "Training's evaluation runs under its --amp (bf16, fp16): its accuracy can differ by a few\n"
+      "hundredths of a point.",
+      "eval");
   std::string ckpt, data, label_pattern;
   int batch_size = 256, workers = 2;
   bool json = false;
