@@ -200,6 +200,15 @@ class SignalGuard {
 
   // For tests: behave as if `sig` had arrived, without raising it.
   void simulate(int sig);
+
+  // For a rank torchrun started, called before its session. torchrun stops the ranks still running
+  // (SIGTERM) as soon as one exits, and a stopped run's ranks all exit 75 at about the same time:
+  // a rank still closing its session (threads, process group) would be killed by that signal, and
+  // rank 0 killed before it records its exit code makes `--nproc` exit 1 instead of 75. So once a
+  // guard has come and gone (the session is over: saved, its outcome decided) these signals are
+  // ignored until the process exits; before the first guard they act as they did (the default:
+  // the process ends). torchrun kills a rank that does not exit 30 s after the signal.
+  static void ignore_after_session();
 };
 
 }  // namespace frugal

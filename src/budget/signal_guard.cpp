@@ -13,7 +13,18 @@ constexpr int kResumableExit = 75;
 
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_installed{false};
+std::atomic<bool> g_session_over{false};  // a guard came and went (ignore_after_session)
 struct sigaction g_previous[std::size(kSignals)];
+
+void after_session(int sig) {
+  if (g_session_over.load()) return;
+  // Before any session: as without a handler.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  ::raise(sig);
+}
 
 void on_signal(int sig) {
   int expected = 0;
@@ -34,6 +45,7 @@ void on_signal(int sig) {
 SignalGuard::SignalGuard() {
   if (g_installed.exchange(true)) throw Error(ErrorKind::io, "SignalGuard: only one may be alive at a time");
   g_signal = 0;
+  g_session_over = false;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -42,8 +54,17 @@ SignalGuard::SignalGuard() {
 }
 
 SignalGuard::~SignalGuard() {
+  g_session_over = true;  // before the handlers go: a signal in between is then ignored, not fatal
   for (std::size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &g_previous[i], nullptr);
   g_installed = false;
+}
+
+void SignalGuard::ignore_after_session() {
+  struct sigaction sa {};
+  sa.sa_handler = after_session;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : kSignals) sigaction(sig, &sa, nullptr);
 }
 
 bool SignalGuard::stop_requested() const { return g_signal.load() != 0; }

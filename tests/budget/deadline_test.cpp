@@ -120,6 +120,31 @@ TEST(Deadline, TimeLeftRefusesADeadlineNoLongerThanTheMarginOrPassed) {
   EXPECT_THROW(ok.check_time_left(), Error);
 }
 
+// torchrun's SIGTERM to a rank still closing a session that has ended: the rank exits with its
+// own code (here 75), not killed by the signal.
+TEST(SignalGuardDeathTest, AfterTheSessionOfARankTheLaunchersSignalIsIgnored) {
+  EXPECT_EXIT(
+      {
+        SignalGuard::ignore_after_session();
+        { SignalGuard guard; }
+        std::raise(SIGTERM);
+        std::raise(SIGINT);
+        std::_Exit(75);
+      },
+      ::testing::ExitedWithCode(75), "");
+}
+
+// Before its session a rank ends on the signal, as without a handler.
+TEST(SignalGuardDeathTest, BeforeTheSessionOfARankTheSignalEndsIt) {
+  EXPECT_EXIT(
+      {
+        SignalGuard::ignore_after_session();
+        std::raise(SIGTERM);
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+}
+
 TEST(SignalGuard, RestoresPreviousHandlers) {
   { SignalGuard guard; }
   struct sigaction sa {};

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "config_file.h"
+#include "frugal/budget.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
@@ -189,6 +190,9 @@ int cmd_train(int argc, char** argv) {
 
   if (config.nproc > 1) return run_torchrun(config.nproc, std::vector<std::string>(argv, argv + argc));
   Progress::set_quiet(config.json);
+  // A rank of a torchrun run: the launcher's signal to ranks still closing must not change their
+  // exit code (SignalGuard::ignore_after_session).
+  if (std::getenv("WORLD_SIZE")) SignalGuard::ignore_after_session();
   SessionOutcome out;
   try {
     out = train_session(config);
