@@ -48,6 +48,49 @@ class UniqueFd {
 // Opens for reading; throws Error naming the path on failure.
 UniqueFd open_read(const std::filesystem::path& path);
 
+// Files frugal reads by name (its own files in run folders and workspaces, checkpoints, configs,
+// manifests) must be regular files: a FIFO there would block the open or the read forever, and a
+// device (a link to /dev/zero) would be read without end. open_regular() opens without blocking
+// (O_NONBLOCK, cleared again once the file is known to be regular) and throws Error(invalid)
+// naming the path and what it found for anything else. Links::refuse also refuses a symbolic link
+// as the last component: for files frugal finds in its own folders, which it never follows out.
+enum class Links { follow, refuse };
+UniqueFd open_regular(const std::filesystem::path& path, Links links = Links::follow);
+
+// The kind of thing at `path` in words for messages ("a FIFO", "a symbolic link", "a folder",
+// "a character device", ...; lstat, so a link is named as such); "nothing" when absent.
+std::string file_kind(const std::filesystem::path& path);
+
+// An exclusive advisory lock (flock) on a file or a folder, held while the object lives, so that
+// two frugal processes never write the same thing at once (a notebook cell run twice: two joins of
+// one set, two trainings of one run folder, two extracts into one folder, a clean beside a
+// training). The kernel drops it when the holder dies, however it dies, so a lock never outlives
+// its process and there is nothing to clean up. Within one process a second lock of the same path
+// conflicts too (flock is per open file).
+class FileLock {
+ public:
+  // The lock, or nullopt when another process holds it. Throws Error for a path that cannot be
+  // opened (missing, a FIFO, no permission); a file system without flock (some network mounts)
+  // is Error(unsupported) naming the path.
+  static std::optional<FileLock> try_lock(const std::filesystem::path& path);
+  // The lock, or Error(io) (exit 1) when another process holds it: "<path>: in use by another
+  // frugal process (pid N: its command line); `doing` (e.g. "train into this run folder") waits
+  // for it to end: let it finish or stop it, then run the same command again".
+  static FileLock lock(const std::filesystem::path& path, const std::string& doing);
+  // Who holds a lock on `path` ("pid 1234: frugal train --run runs/a ...", from /proc/locks and the
+  // process's command line), or "" when nobody does or it cannot be told.
+  static std::string holder(const std::filesystem::path& path);
+
+  FileLock(FileLock&&) = default;
+  FileLock& operator=(FileLock&&) = default;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  FileLock(std::filesystem::path path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  std::filesystem::path path_;
+  UniqueFd fd_;
+};
+
 // Reads exactly n bytes at offset (retrying short reads); throws Error(invalid) on EOF.
 void pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset, const std::string& name);
 
@@ -60,7 +103,16 @@ std::string read_file(const std::filesystem::path& path);
 // files a user did not write, whose size must not decide how much memory is used.
 std::optional<std::string> read_file_at_most(const std::filesystem::path& path, std::uint64_t max_bytes);
 
-// A unique temporary name beside `path` carrying kTempMarker.
+// A file frugal finds in its own folders (a run folder's config.json, best.safetensors, ...), read
+// through open_regular (no FIFO, device or, with Links::refuse, link) when it holds at most
+// max_bytes, else nullopt (its size is checked before anything is read).
+std::optional<std::string> read_regular_at_most(const std::filesystem::path& path, std::uint64_t max_bytes,
+                                                Links links = Links::refuse);
+
+// A unique temporary name beside `path` carrying kTempMarker. Its file name fits in NAME_MAX
+// (255 bytes) even when `path`'s own name nearly fills it: the name is then cut (at a UTF-8
+// character boundary) before the marker, so a file whose name the file system takes can always
+// be written crash-safely.
 std::filesystem::path temp_path_for(const std::filesystem::path& path);
 
 bool is_temp_path(const std::filesystem::path& path);

@@ -1,5 +1,6 @@
 // Progress on long work, on stderr: a redrawn bar on a terminal, a plain line every few seconds
-// otherwise (logs of notebook cells and CI). Thread-safe; silent when quiet() is set (--json).
+// otherwise (pipes, logs of notebook cells and CI: terminal.h's stderr_redraws()). Thread-safe;
+// silent when quiet() is set (--json).
 #pragma once
 
 #include <atomic>
@@ -35,7 +36,8 @@ class Progress {
   bool tty_, finished_ = false;
 };
 
-// One line to stderr, unless quiet.
+// One line to stderr, unless quiet. Control characters in it (from names in data) are escaped
+// (terminal.h's printable()), so a line is always one line and never drives the terminal.
 void note(const std::string& line);
 
 }  // namespace frugal

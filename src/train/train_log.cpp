@@ -5,12 +5,13 @@
 #include <cstdio>
 
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal {
 
 TrainLog::TrainLog(bool quiet, Env& env)
-    : env_(env), quiet_(quiet || Progress::quiet()), tty_(isatty(STDERR_FILENO) != 0),
+    : env_(env), quiet_(quiet || Progress::quiet()), tty_(stderr_redraws()),
       start_(env_.steady_now()), last_line_(start_) {}
 
 double TrainLog::images_per_second() const {

@@ -1,7 +1,6 @@
 #include "frugal/progress.h"
 #include "frugal/settings_text.h"
-
-#include <unistd.h>
+#include "frugal/terminal.h"
 
 #include <cstdio>
 
@@ -20,12 +19,12 @@ void Progress::set_quiet(bool quiet) { g_quiet = quiet; }
 bool Progress::quiet() { return g_quiet; }
 
 void note(const std::string& line) {
-  if (!g_quiet) std::fprintf(stderr, "%s\n", spell_settings(line).c_str());
+  if (!g_quiet) std::fprintf(stderr, "%s\n", printable(spell_settings(line)).c_str());
 }
 
 Progress::Progress(std::string label, std::uint64_t total, Unit unit, Env& env)
     : env_(env), label_(std::move(label)), total_(total), unit_(unit),
-      start_(env_.steady_now()), last_draw_(start_), tty_(::isatty(2) == 1) {}
+      start_(env_.steady_now()), last_draw_(start_), tty_(stderr_redraws()) {}
 
 Progress::~Progress() {
   if (!finished_ && tty_ && !g_quiet) std::fprintf(stderr, "\n");
@@ -53,7 +52,7 @@ void Progress::draw(bool final) {
   double secs = std::chrono::duration<double>(env_.steady_now() - start_).count();
   std::uint64_t done = done_;
   double rate = secs > 0 ? done / secs : 0;
-  std::string line = label_ + ": " + amount(done, unit_);
+  std::string line = printable(label_) + ": " + amount(done, unit_);
   if (total_ > 0) {
     int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_));
     line += " / " + amount(total_, unit_) + " (" + std::to_string(pct) + "%)";

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "frugal/error.h"
+#include "frugal/terminal.h"
 #include "frugal/version.h"
 #include "frugal/host_memory.h"
 
@@ -85,18 +86,22 @@ int main(int argc, char** argv) {
     try {
       return c.handler(argc - 1, argv + 1);
     } catch (const frugal::Error& e) {
-      std::fprintf(stderr, "frugal %s: %s\n", c.name, frugal::cli::fit_advice(without_prefix(e.what(), c.name), c.name).c_str());
+      // Messages name files and entries from data: escaped, so that they cannot drive the terminal.
+      std::fprintf(stderr, "frugal %s: %s\n", c.name,
+                   frugal::printable(frugal::cli::fit_advice(without_prefix(e.what(), c.name), c.name)).c_str());
       return frugal::exit_code(e.kind());
     } catch (const std::filesystem::filesystem_error& e) {
       // A file-system call no library wrapped: the user's disk or path, not a bug (exit 1 either way).
-      std::fprintf(stderr, "frugal %s: %s: %s; check the path and its permissions\n", c.name, e.path1().string().c_str(),
+      std::fprintf(stderr, "frugal %s: %s: %s; check the path and its permissions\n", c.name,
+                   frugal::printable(e.path1().string()).c_str(),
                    e.code().message().c_str());
       return frugal::exit_code(frugal::ErrorKind::io);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, e.what());
+      std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, frugal::printable(e.what()).c_str());
       return 1;
     }
   }
-  std::fprintf(stderr, "frugal: unknown command '%s'; run 'frugal --help' for the list\n", name.c_str());
+  std::fprintf(stderr, "frugal: unknown command '%s'; run 'frugal --help' for the list\n",
+               frugal::printable(name).c_str());
   return 2;
 }

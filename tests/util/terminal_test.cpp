@@ -1,0 +1,53 @@
+#include "frugal/terminal.h"
+
+#include <gtest/gtest.h>
+
+namespace frugal {
+namespace {
+
+TEST(Printable, ControlCharactersFromDataAreEscapedNotSentToTheTerminal) {
+  // An entry named so that, printed raw, it erases the line and forges another.
+  EXPECT_EQ(printable("a\x1b[2K\rOK"), "a\\x1b[2K\\rOK");
+  EXPECT_EQ(printable("tab\there\nnew"), "tab\\there\\nnew");
+  EXPECT_EQ(printable(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(printable("del\x7f"), "del\\x7f");
+  // C1 controls as UTF-8 (U+009B is a one-byte CSI on some terminals).
+  EXPECT_EQ(printable("c1\xc2\x9b" "2J"), "c1\\u009b2J");
+  // Direction overrides reorder what is shown (Trojan Source).
+  EXPECT_EQ(printable("cat\xe2\x80\xaegpj.exe"), "cat\\u202egpj.exe");
+}
+
+TEST(Printable, NamesInOtherScriptsAreKeptAndInvalidBytesAreShownAsHex) {
+  EXPECT_EQ(printable("caf\xc3\xa9/\xe4\xb8\xad\xe6\x96\x87.jpg"), "caf\xc3\xa9/\xe4\xb8\xad\xe6\x96\x87.jpg");
+  EXPECT_EQ(printable("cls\xff"), "cls\\xff");
+  EXPECT_EQ(printable("cls\xfe"), "cls\\xfe");
+  EXPECT_NE(printable("cls\xff"), printable("cls\xfe"));  // two raw names stay two
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // an overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("cut\xe4\xb8"), "cut\\xe4\\xb8");
+  EXPECT_TRUE(is_printable("plain name.png"));
+  EXPECT_FALSE(is_printable("a\x1b"));
+  EXPECT_FALSE(is_printable("cls\xff"));
+}
+
+TEST(JsonText, BytesThatAreNotUtf8DoNotBreakTheDocument) {
+  nlohmann::json j = {{"path", std::string("d\xe9.zip")}, {"esc", "a\x1b"}};
+  const std::string text = json_text(j);
+  EXPECT_NE(text.find("d\xef\xbf\xbd.zip"), std::string::npos);
+  EXPECT_NE(text.find("\\u001b"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::accept(text));
+}
+
+TEST(StderrRedraws, PlainLinesInNotebooksAndWhenForced) {
+  ::setenv("FRUGAL_PROGRESS", "plain", 1);
+  EXPECT_FALSE(stderr_redraws());
+  ::setenv("FRUGAL_PROGRESS", "bar", 1);
+  EXPECT_TRUE(stderr_redraws());
+  ::unsetenv("FRUGAL_PROGRESS");
+  ::setenv("JPY_PARENT_PID", "1", 1);
+  EXPECT_FALSE(stderr_redraws());  // whatever stderr is: a notebook's pty keeps every redraw
+  ::unsetenv("JPY_PARENT_PID");
+}
+
+}  // namespace
+}  // namespace frugal
