@@ -10,11 +10,20 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
 
 #include "frugal/error.h"
+#include "frugal/settings_text.h"
+#include "frugal/terminal.h"
 #include "frugal/train.h"
 
 namespace frugal {
@@ -167,18 +176,83 @@ std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*
 
 std::optional<DistEnv> dist_env() { return dist_env_from([](const char* n) { return std::getenv(n); }); }
 
+namespace {
+
+// Whether host:port accepts a TCP connection within `wait` (one try; refused at once when nothing
+// listens there).
+bool accepts_connections(const std::string& host, int port, std::chrono::milliseconds wait) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a && !ok; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, static_cast<int>(wait.count())) == 1 &&
+           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return ok;
+}
+
+// A rank that is not the store's host waits for the store to listen in short tries, so that the
+// wait is bounded by the run's timeout and a signal ends it (TCPStore's own connect retries inside
+// one call, past a signal, and beyond the timeout when nothing listens: issue 32, item 12).
+void wait_for_store(const DistEnv& env, std::chrono::steady_clock::time_point deadline,
+                    std::chrono::milliseconds timeout, const std::function<bool()>& stop_requested) {
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  bool said = false;
+  for (;;) {
+    if (stop_requested && stop_requested())
+      fail(ErrorKind::interrupted, where, "", "",
+           "stopped by a signal while rank " + std::to_string(env.rank) +
+               " waited for the rendezvous; nothing was written; run the same command again to start");
+    if (accepts_connections(env.master_addr, env.master_port, std::chrono::milliseconds(200))) return;
+    if (!said) {  // every rank says it, not only rank 0: a rank left waiting is what the user must see
+      const std::string line = "frugal: rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) +
+                               ": waiting up to " + std::to_string(timeout.count() / 1000) +
+                               " s for the rendezvous at " + where + " ({dist_timeout})";
+      std::fprintf(stderr, "%s\n", printable(spell_settings(line)).c_str());
+      said = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      fail(ErrorKind::io, where, "the rendezvous of " + std::to_string(env.world) + " ranks (MASTER_ADDR:MASTER_PORT)",
+           "nothing listening there for " + std::to_string(timeout.count() / 1000) + " s ({dist_timeout})",
+           "start rank 0 (or torchrun) with the same address and port, or raise {dist_timeout} when the ranks "
+           "start far apart");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch::Device& device,
-                                                 std::chrono::milliseconds timeout) {
+                                                 std::chrono::milliseconds timeout,
+                                                 const std::function<bool()>& stop_requested) {
+  // The rendezvous, like every collective, is bounded by the run's timeout (README: a process
+  // that never answers ends the others within --dist-timeout): the ranks must start within it.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   c10::intrusive_ptr<c10d::Store> store;
+  const bool serves = env.rank == 0 && !env.agent_store;
+  if (!serves) wait_for_store(env, deadline, timeout, stop_requested);
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(env.master_port);
-    so.isServer = env.rank == 0 && !env.agent_store;
+    so.isServer = serves;
     so.numWorkers = env.world;
     so.waitWorkers = false;
-    // Ranks start seconds apart (loading LibTorch, opening the data): the rendezvous waits longer
-    // than a collective.
-    so.timeout = std::max<std::chrono::milliseconds>(timeout, std::chrono::minutes(5));
+    // The store's own waits (Gloo's mesh, NCCL's id exchange at the first collective) take the
+    // run's timeout; the store is known to listen by now, so its connect does not wait.
+    so.timeout = timeout;
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
     if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + env.restart_count, store);
   } catch (const std::exception& e) {

@@ -38,8 +38,12 @@ class ProcessGroup {
   // Joins the group: TCPStore at MASTER_ADDR:MASTER_PORT, then Gloo (CPU) or NCCL (CUDA; the
   // device must be cuda:LOCAL_RANK, set current before). Every collective fails with
   // Error(io) "lost contact with the other ranks" when a peer dies or does not answer in `timeout`.
+  // The rendezvous is bounded by `timeout` too: a rank whose store (rank 0, or torchrun's agent)
+  // never answers ends with Error(io) naming the address, and `stop_requested` (a signal) ends the
+  // wait at once with Error(interrupted): nothing has been written before the group exists.
   static std::unique_ptr<ProcessGroup> join(const DistEnv& env, const torch::Device& device,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            const std::function<bool()>& stop_requested = {});
   virtual ~ProcessGroup() = default;
 
   int rank() const { return env_.rank; }

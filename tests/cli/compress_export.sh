@@ -25,8 +25,8 @@ assert abs(r["sparsity"] - 0.5) < 0.01, r
 assert r["output"]["accuracy"] >= r["input"]["accuracy"] - 0.01, r
 assert r["images"] == 96 and r["quantize"] == "int8" and "dequantized" in r["inference"], r
 PY
-# The human report shows before and after side by side.
-frugal compress "$t/run" -o "$t/half.safetensors" --quantize fp16 --data "$t/data.zip" 2>"$t/human.log"
+# The human report shows before and after side by side, on stdout (the result; notes on stderr).
+frugal compress "$t/run" -o "$t/half.safetensors" --quantize fp16 --data "$t/data.zip" >"$t/human.log" 2>/dev/null
 grep -E "^size +[0-9.]+ ?[KMG]" "$t/human.log" >/dev/null || die "the report lacks the sizes" "$t/human.log"
 grep -E "^accuracy +[0-9.]+%" "$t/human.log" >/dev/null || die "the report lacks the accuracies" "$t/human.log"
 

@@ -18,10 +18,10 @@ snapshot() { find "$t/w" | sort; }
 
 # --- eval's report ------------------------------------------------------------------------------
 expect_exit "eval: done" 0 frugal eval run --data data.zip --workers 1
-expect_msg "eval: the overall figure as a short percent" "accuracy "
-check "eval: no six-decimal percents (86.380000%)" '! grep -qE "[0-9]\.[0-9]{3,}%" "$t/err"'
-check "eval: per-class lines as short percents" 'grep -qE "^  bright: [0-9]+(\.[0-9]{1,2})?%$" "$t/err"'
-expect_msg "eval: counts the images" "on 32 images"
+expect_msg "eval: the overall figure as a short percent, on stdout" "accuracy " "$t/out"
+check "eval: no six-decimal percents (86.380000%)" '! grep -qE "[0-9]\.[0-9]{3,}%" "$t/out"'
+check "eval: per-class lines as short percents" 'grep -qE "^  bright: [0-9]+(\.[0-9]{1,2})?%$" "$t/out"'
+expect_msg "eval: counts the images" "on 32 images" "$t/out"
 "$py" - data.zip one.zip <<'PY'
 import sys, zipfile
 src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], "w")

@@ -47,8 +47,8 @@ expect_no_msg "...no prefix hint for a plain unknown name" "number prefix"
 # A subset of the model's classes: evaluated over those, and said.
 expect_exit "eval on a subset of the classes" 0 frugal eval "$t/run" --data "$t/subset.zip"
 expect_msg "...noting the subset" "holds 1 of the model's 2 classes (absent: dark)"
-expect_msg "...per-class accuracy of the class present" "  bright: "
-expect_no_msg "...and not of the absent one" "  dark: "
+expect_msg "...per-class accuracy of the class present" "  bright: " "$t/out"
+expect_no_msg "...and not of the absent one" "  dark: " "$t/out"
 expect_exit "eval --json on a subset" 0 frugal eval "$t/run" --data "$t/subset.zip" --json
 expect_json "...per_class over the classes present, absent_classes named" \
   'list(d["per_class"]) == ["bright"] and d["absent_classes"] == ["dark"] and d["samples"] == 16'

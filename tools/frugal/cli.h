@@ -18,11 +18,13 @@ int parse(CLI::App& app, int argc, char** argv);
 // "frugal CMD ..." line is left alone. Before parse() has seen the command's options: unchanged.
 std::string fit_advice(const std::string& what, const std::string& command);
 
-// Prints one JSON document on stdout.
+// Prints one JSON document on stdout (terminal.h's json_text: names that are not UTF-8 do not
+// break it).
 void print_json(const nlohmann::json& doc);
 
-// True when stdout is a terminal (human output may go there), else human output goes to stderr.
-bool stdout_is_tty();
+// A command's result (the ls table, the verify report, the eval table, predict's rows) goes to
+// stdout whether or not it is a terminal, so `frugal ls x.zip | head` works; notes, warnings and
+// progress go to stderr (CLI.md). Names from data in it go through printable() (terminal.h).
 
 // Validators whose messages read "--top: expected an integer >= 1, found 0" (CLI11 adds the
 // option's name; its own print ranges as "0.000000 to 1797693…", 300 digits). Each refuses text

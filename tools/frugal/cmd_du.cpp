@@ -74,7 +74,7 @@ int cmd_du(int argc, char** argv) {
                 {"runs", run_list}});
     return 0;
   }
-  std::FILE* out = stdout_is_tty() ? stdout : stderr;
+  std::FILE* out = stdout;  // the result, even through a pipe (CLI.md)
   std::fprintf(out, "%-12s %12s\n", "kind", "size");
   for (FileKind k : {FileKind::data, FileKind::checkpoint, FileKind::temporary, FileKind::partial, FileKind::other})
     std::fprintf(out, "%-12s %12s\n", to_string(k), format_size(usage[k]).c_str());

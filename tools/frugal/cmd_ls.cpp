@@ -7,6 +7,7 @@
 #include "frugal/archive.h"
 #include "frugal/hash.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -25,7 +26,8 @@ int cmd_ls(int argc, char** argv) {
   auto archive = Archive::open(archive_path, options);
   const auto& entries = archive->entries();
   if (json) {
-    nlohmann::json list = nlohmann::json::array();
+    // One entry at a time: a million entries cost their index, not a second copy as a JSON tree.
+    std::fputs("{\n  \"entries\": [", stdout);
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const ZipEntry& e = entries[i];
       nlohmann::json j = {{"name", e.name},
@@ -35,26 +37,27 @@ int cmd_ls(int argc, char** argv) {
                           {"crc32", hex32(e.crc32)}};
       if (!e.name_is_utf8) j["raw_name_hex"] = to_hex(e.raw_name.data(), e.raw_name.size());
       if (auto p = entry_problem(*archive, i); !p.empty()) j["problem"] = p;
-      list.push_back(std::move(j));
+      std::fputs(i == 0 ? "\n    " : ",\n    ", stdout);
+      std::fputs(json_text(j).c_str(), stdout);
     }
-    print_json({{"entries", std::move(list)}});
-    return 0;
+    std::fputs(entries.empty() ? "]\n}\n" : "\n  ]\n}\n", stdout);
+    return std::fflush(stdout) == 0 ? 0 : 1;
   }
-  std::FILE* out = stdout_is_tty() ? stdout : stderr;
-  std::fprintf(out, "%14s %14s  %-8s %-8s  %s\n", "size", "compressed", "method", "crc32", "name");
+  std::printf("%14s %14s  %-8s %-8s  %s\n", "size", "compressed", "method", "crc32", "name");
   std::uint64_t total = 0, bad = 0;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const ZipEntry& e = entries[i];
     const std::string problem = entry_problem(*archive, i);
-    std::fprintf(out, "%14llu %14llu  %-8s %-8s  %s%s\n", static_cast<unsigned long long>(e.size),
-                 static_cast<unsigned long long>(e.compressed_size), method_name(e.method).c_str(),
-                 hex32(e.crc32).c_str(), e.name.c_str(), problem.empty() ? "" : ("   [" + problem + "]").c_str());
+    std::printf("%14llu %14llu  %-8s %-8s  %s%s\n", static_cast<unsigned long long>(e.size),
+                static_cast<unsigned long long>(e.compressed_size), method_name(e.method).c_str(),
+                hex32(e.crc32).c_str(), printable(e.name).c_str(),
+                problem.empty() ? "" : ("   [" + printable(problem) + "]").c_str());
     total += e.size;
     bad += !problem.empty();
   }
-  std::fprintf(out, "%s, %s", count_of(entries.size(), "entry").c_str(), format_size(total).c_str());
-  if (bad) std::fprintf(out, "; %llu that extract would refuse (marked [...])", static_cast<unsigned long long>(bad));
-  std::fprintf(out, "\n");
+  std::printf("%s, %s", count_of(entries.size(), "entry").c_str(), format_size(total).c_str());
+  if (bad) std::printf("; %llu that extract would refuse (marked [...])", static_cast<unsigned long long>(bad));
+  std::printf("\n");
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "frugal/archive.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -33,9 +34,8 @@ int cmd_verify(int argc, char** argv) {
                 {"entries_checked", r.entries_checked},
                 {"bytes_checked", r.bytes_checked}});
   } else {
-    std::FILE* out = stdout_is_tty() ? stdout : stderr;
-    for (const auto& b : r.bad) std::fprintf(out, "BAD  %s: %s\n", b.name.c_str(), b.problem.c_str());
-    std::fprintf(out, "%s: %s, %s, %s checked; %s\n", archive_path.c_str(), count_of(r.parts_checked, "part").c_str(),
+    for (const auto& b : r.bad) std::printf("BAD  %s: %s\n", printable(b.name).c_str(), printable(b.problem).c_str());
+    std::printf("%s: %s, %s, %s checked; %s\n", printable(archive_path).c_str(), count_of(r.parts_checked, "part").c_str(),
                  count_of(r.entries_checked, "entry").c_str(), format_size(r.bytes_checked).c_str(),
                  r.ok() ? "all good" : (count_of(r.bad.size(), "bad item")).c_str());
   }

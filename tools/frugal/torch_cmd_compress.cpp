@@ -142,13 +142,13 @@ int cmd_compress(int argc, char** argv) {
     print_json(doc);
     return 0;
   }
-  std::fprintf(stderr, "%-10s %14s %14s\n", "", "before", "after");
-  std::fprintf(stderr, "%-10s %14s %14s   (%s smaller than the float32 weights; input file %s)\n", "size",
+  std::printf("%-10s %14s %14s\n", "", "before", "after");
+  std::printf("%-10s %14s %14s   (%s smaller than the float32 weights; input file %s)\n", "size",
                format_size(baseline_bytes).c_str(), format_size(output.bytes).c_str(), percent(reduction).c_str(),
                format_size(input.bytes).c_str());
-  std::fprintf(stderr, "%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
+  std::printf("%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
   if (acc_before)
-    std::fprintf(stderr, "%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy",
+    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy",
                  percent(acc_before->accuracy).c_str(), percent(acc_after->accuracy).c_str(),
                  100.0 * (acc_after->accuracy - acc_before->accuracy),
                  count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());

@@ -13,6 +13,7 @@
 #include "frugal/image.h"
 #include "frugal/input_path.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -78,7 +79,7 @@ int cmd_predict(int argc, char** argv) {
       decode_transform(bytes, t, max_pixels, 0, spec, scratch, img);
     } catch (const Error& e) {
       // Said as main says an error, then on to the next image.
-      std::fprintf(stderr, "frugal predict: %s\n", e.what());
+      std::fprintf(stderr, "frugal predict: %s\n", printable(e.what()).c_str());
       failed.push_back({{"image", spec}, {"problem", e.what()}});
       if (severity(exit_code(e.kind())) > severity(worst)) worst = exit_code(e.kind());
       continue;
@@ -89,12 +90,12 @@ int cmd_predict(int argc, char** argv) {
     int k = std::min<int>(top, static_cast<int>(info.classes.size()));
     auto [values, indices] = probs.topk(k);
     nlohmann::json preds = nlohmann::json::array();
-    std::string line = spec + ":";
+    std::string line = printable(spec) + ":";
     for (int j = 0; j < k; ++j) {
       auto idx = indices[j].item<std::int64_t>();
       double p = values[j].item<double>();
       preds.push_back({{"class", info.classes[idx]}, {"probability", p}});
-      line += " " + info.classes[idx] + " (" + std::to_string(p).substr(0, 5) + ")";
+      line += " " + printable(info.classes[idx]) + " (" + std::to_string(p).substr(0, 5) + ")";
     }
     out.push_back({{"image", spec}, {"predictions", preds}});
     if (!json) std::printf("%s\n", line.c_str());
