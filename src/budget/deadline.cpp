@@ -1,6 +1,6 @@
 #include <cmath>
 #include <ctime>
-#include <regex>
+#include <optional>
 
 #include "frugal/budget.h"
 #include "frugal/units.h"
@@ -19,16 +19,28 @@ double seconds_between(Env::SteadyTime a, Env::SteadyTime b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// "H:MM" or "HH:MM", hours 0-23 and minutes 00-59, as {hour, minute}; nullopt for anything else.
+std::optional<std::pair<int, int>> clock_time(std::string_view t) {
+  const auto colon = t.find(':');
+  if (colon == std::string_view::npos || colon < 1 || colon > 2 || t.size() != colon + 3) return std::nullopt;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (i != colon && !digit(t[i])) return std::nullopt;
+  const int hour = colon == 1 ? t[0] - '0' : (t[0] - '0') * 10 + (t[1] - '0');
+  const int minute = (t[colon + 1] - '0') * 10 + (t[colon + 2] - '0');
+  if (hour > 23 || minute > 59) return std::nullopt;
+  return std::pair{hour, minute};
+}
+
 }  // namespace
 
 DeadlineSpec DeadlineSpec::parse(std::string_view text) {
-  static const std::regex clock_re(R"(([01]?\d|2[0-3]):([0-5]\d))");
   DeadlineSpec spec;
   spec.text = std::string(text);
-  std::smatch m;
-  if (std::regex_match(spec.text, m, clock_re)) {
-    spec.hour = std::stoi(m[1]);
-    spec.minute = std::stoi(m[2]);
+  if (auto hm = clock_time(text)) {
+    spec.hour = hm->first;
+    spec.minute = hm->second;
     return spec;
   }
   try {

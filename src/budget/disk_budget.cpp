@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
+#include <string_view>
 
 #include "frugal/budget.h"
 #include "frugal/checked.h"
@@ -16,6 +16,43 @@
 namespace fs = std::filesystem;
 
 namespace frugal {
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_letter(char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+
+bool ends_with_nocase(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (std::size_t i = 0; i < suffix.size(); ++i) {
+    const char c = s[s.size() - suffix.size() + i];
+    if ((is_letter(c) ? static_cast<char>(c | 0x20) : c) != suffix[i]) return false;
+  }
+  return true;
+}
+
+// How many characters at the end of `s` satisfy `pred`.
+template <class Pred>
+std::size_t tail(std::string_view s, Pred pred) {
+  std::size_t n = 0;
+  while (n < s.size() && pred(s[s.size() - 1 - n])) ++n;
+  return n;
+}
+
+// Archives, their split parts (frugal split's NAME.part0001, zip -s's .z01, plain split's .000 and
+// _aa) and manifests, by name; letters in any case. Written out rather than as a regex: names come
+// from the disk, and std::regex recurses per character.
+bool is_data_name(std::string_view name) {
+  if (ends_with_nocase(name, ".zip") || ends_with_nocase(name, ".manifest.json")) return true;
+  const std::size_t digits = tail(name, is_digit);
+  const std::string_view head = name.substr(0, name.size() - digits);
+  if (digits == 2 && ends_with_nocase(head, ".z")) return true;
+  if (digits >= 4 && ends_with_nocase(head, ".part")) return true;
+  if (digits == 3 && head.ends_with('.')) return true;
+  return tail(name, is_letter) >= 2 && name.size() >= 3 && name[name.size() - 3] == '_';
+}
+
+}  // namespace
 
 const char* to_string(FileKind kind) {
   switch (kind) {
@@ -44,10 +81,7 @@ FileKind classify_file(const fs::path& path, bool in_run_folder) {
   if (is_temp_path(path)) return FileKind::temporary;
   if (name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state")) return FileKind::partial;
   if (in_run_folder && name.ends_with(".safetensors")) return FileKind::checkpoint;
-  // Archives, their split parts (frugal split, zip -s, plain split) and manifests.
-  static const std::regex data_re(
-      R"(.*\.(zip|z\d\d|manifest\.json)|.*\.part\d{4,}|.*\.\d{3}|.*_[a-z]{2})", std::regex::icase);
-  if (std::regex_match(name, data_re)) return FileKind::data;
+  if (is_data_name(name)) return FileKind::data;
   return FileKind::other;
 }
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <regex>
+#include <string_view>
 
 #include "frugal/error.h"
 #include "frugal/units.h"
@@ -42,22 +42,55 @@ bool parse_number(const std::string& s, double& out) {
 
 std::string found(const std::string& s) { return ", found " + (s.empty() ? std::string("nothing") : s); }
 
-// A validator from CLI11 itself ("Value 0 not in range 0.000000 to 1797…") or a failed conversion
-// ("Could not convert: --top = x"), said the way ours say it.
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+bool has_space(std::string_view s) { return std::any_of(s.begin(), s.end(), is_space); }
+bool one_line(std::string_view s) { return s.find_first_of("\r\n") == std::string_view::npos; }
+
+// A validator from CLI11 itself ("--top: Value 0 not in range 0.000000 to 1797…") or a failed
+// conversion ("Could not convert: --top = x"), said the way ours say it. Parsed by hand, not by
+// std::regex: the value is the user's text (an entry name pasted in can be 64 KB), and std::regex
+// recurses per character.
 std::string reword(const std::string& what) {
-  static const std::regex range(R"(^(\S+): Value (.*) not in range (\S+) to (\S+)$)");
-  static const std::regex convert(R"(^Could not convert: (\S+) = (.*)$)");
-  std::smatch m;
-  if (std::regex_match(what, m, range)) {
-    double lo = 0, hi = 0;
-    if (parse_number(m[3], lo) && parse_number(m[4], hi)) {
-      const std::string want = hi >= 1e300 ? "a number >= " + number_text(lo)
-                                            : "a number from " + number_text(lo) + " to " + number_text(hi);
-      return m[1].str() + ": expected " + want + found(m[2]);
+  const std::string_view w = what;
+  if (const auto value_at = w.find(": Value "); value_at != std::string_view::npos && value_at > 0 &&
+                                                !has_space(w.substr(0, value_at))) {
+    const std::string_view rest = w.substr(value_at + 8);
+    const auto range_at = rest.rfind(" not in range ");
+    if (range_at != std::string_view::npos) {
+      const std::string_view value = rest.substr(0, range_at), bounds = rest.substr(range_at + 14);
+      const auto to = bounds.find(" to ");
+      double lo = 0, hi = 0;
+      if (one_line(value) && to != std::string_view::npos && to > 0 && to + 4 < bounds.size() &&
+          !has_space(bounds.substr(0, to)) && !has_space(bounds.substr(to + 4)) &&
+          parse_number(std::string(bounds.substr(0, to)), lo) && parse_number(std::string(bounds.substr(to + 4)), hi)) {
+        const std::string want = hi >= 1e300 ? "a number >= " + number_text(lo)
+                                             : "a number from " + number_text(lo) + " to " + number_text(hi);
+        return std::string(w.substr(0, value_at)) + ": expected " + want + found(std::string(value));
+      }
     }
   }
-  if (std::regex_match(what, m, convert)) return m[1].str() + ": expected a number" + found(m[2]);
+  constexpr std::string_view convert = "Could not convert: ";
+  if (w.starts_with(convert)) {
+    const std::string_view rest = w.substr(convert.size());
+    const auto eq = rest.find(" = ");
+    if (eq != std::string_view::npos && eq > 0 && !has_space(rest.substr(0, eq)) && one_line(rest.substr(eq + 3)))
+      return std::string(rest.substr(0, eq)) + ": expected a number" + found(std::string(rest.substr(eq + 3)));
+  }
   return what;
+}
+
+// The long option named at clause[at] ("--name", letters, digits and '-' after a first letter),
+// when it starts a word there (after the start, a space or one of ( ` ' " /); else 0. Its length.
+std::size_t option_at(std::string_view clause, std::size_t at) {
+  if (at > 0 && !is_space(clause[at - 1]) && std::string_view("(`'\"/").find(clause[at - 1]) == std::string_view::npos)
+    return 0;
+  if (!clause.substr(at).starts_with("--") || at + 2 >= clause.size() || clause[at + 2] < 'a' || clause[at + 2] > 'z')
+    return 0;
+  std::size_t end = at + 3;
+  while (end < clause.size() && ((clause[end] >= 'a' && clause[end] <= 'z') || (clause[end] >= '0' && clause[end] <= '9') ||
+                                 clause[end] == '-'))
+    ++end;
+  return end - at;
 }
 
 // The long options of the command parse() last read (one command per process).
@@ -71,7 +104,6 @@ std::vector<std::string>& known_options() {
 std::string fit_advice(const std::string& what, const std::string& command) {
   const auto& known = known_options();
   if (known.empty()) return what;
-  static const std::regex option(R"((^|[\s(`'"/])(--[a-z][a-z0-9-]*))");
   std::string out;
   bool said = false;  // the parenthesis once per message
   std::size_t start = 0;
@@ -81,20 +113,28 @@ std::string fit_advice(const std::string& what, const std::string& command) {
     std::string clause = what.substr(start, end - start);
     if (clause.find("frugal ") == std::string::npos) {
       std::string fixed;
-      auto last = clause.cbegin();
-      for (std::sregex_iterator it(clause.begin(), clause.end(), option), stop; it != stop; ++it) {
-        const std::string name = (*it)[2];
-        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-        fixed.append(last, (*it)[2].first);
-        fixed += name.substr(2);
-        if (!said) {
-          const bool in_parens = (*it)[1] == "(" && (*it)[2].second != clause.cend() && *(*it)[2].second == ')';
-          fixed += (in_parens ? ", " : " (") + std::string("not an option of frugal ") + command + (in_parens ? "" : ")");
+      std::size_t last = 0;
+      for (std::size_t at = 0; at < clause.size();) {
+        const std::size_t len = option_at(clause, at);
+        if (len == 0) {
+          ++at;
+          continue;
         }
-        said = true;
-        last = (*it)[2].second;
+        const std::string name = clause.substr(at, len);
+        const std::size_t after = at + len;
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          fixed.append(clause, last, at - last);
+          fixed += name.substr(2);
+          if (!said) {
+            const bool in_parens = at > 0 && clause[at - 1] == '(' && after < clause.size() && clause[after] == ')';
+            fixed += (in_parens ? ", " : " (") + std::string("not an option of frugal ") + command + (in_parens ? "" : ")");
+          }
+          said = true;
+          last = after;
+        }
+        at = after;
       }
-      fixed.append(last, clause.cend());
+      fixed.append(clause, last, std::string::npos);
       clause = fixed;
     }
     out += clause;

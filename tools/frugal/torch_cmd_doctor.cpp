@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <regex>
 
 #include "cli.h"
 #include "commands.h"
@@ -36,14 +35,35 @@ std::filesystem::path loaded_library(const std::string& name) {
   return {};
 }
 
+// The first "N.N" or "N.N.N" in `line` ("535.104.05" of the driver's version line), or "".
+std::string first_version(const std::string& line) {
+  auto digits_end = [&line](std::size_t i) {
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+    return i;
+  };
+  for (std::size_t i = 0; i < line.size();) {
+    const std::size_t a = digits_end(i);
+    if (a == i) {
+      ++i;
+      continue;
+    }
+    std::size_t end = a;
+    for (int part = 0; part < 2 && end < line.size() && line[end] == '.'; ++part) {
+      const std::size_t b = digits_end(end + 1);
+      if (b == end + 1) break;
+      end = b;
+    }
+    if (end > a) return line.substr(i, end - i);
+    i = a;
+  }
+  return "";
+}
+
 DriverInfo driver_info() {
   DriverInfo d;
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
-  if (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, std::regex(R"((\d+\.\d+(\.\d+)?))"))) d.version = m[1];
-  }
+  if (std::getline(in, line)) d.version = first_version(line);
 #ifdef FRUGAL_HAVE_CUDART
   int v = 0;
   if (!d.version.empty() && cudaDriverGetVersion(&v) == cudaSuccess) d.cuda_version = v;

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
+#include <string_view>
 
 #include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
@@ -61,11 +61,36 @@ std::string checkpoint_file_name(std::int64_t epoch, std::int64_t step, bool del
   return buf;
 }
 
+namespace {
+// The run of `min` to 18 digits at the front of `s` as a number (18 always fit), `s` moved past it.
+std::optional<std::int64_t> take_number(std::string_view& s, std::size_t min) {
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n < min || n > 18) return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) v = v * 10 + (s[i] - '0');
+  s.remove_prefix(n);
+  return v;
+}
+}  // namespace
+
+// ckpt-e<4..18 digits>-s<6..18 digits>[.delta].safetensors, exactly (what checkpoint_file_name
+// writes, with room for larger numbers).
 std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
-  static const std::regex re(R"(ckpt-e(\d{4,18})-s(\d{6,18})(\.delta)?\.safetensors)");
-  std::smatch m;
-  if (!std::regex_match(file_name, m, re)) return std::nullopt;
-  return CheckpointName{std::stoll(m[1]), std::stoll(m[2]), m[3].matched};
+  std::string_view s = file_name;
+  auto skip = [&s](std::string_view lit) {
+    if (!s.starts_with(lit)) return false;
+    s.remove_prefix(lit.size());
+    return true;
+  };
+  if (!skip("ckpt-e")) return std::nullopt;
+  const auto epoch = take_number(s, 4);
+  if (!epoch || !skip("-s")) return std::nullopt;
+  const auto step = take_number(s, 6);
+  if (!step) return std::nullopt;
+  const bool delta = skip(".delta");
+  if (s != ".safetensors") return std::nullopt;
+  return CheckpointName{*epoch, *step, delta};
 }
 
 std::string payload_checksum(const void* data, std::size_t n) {
