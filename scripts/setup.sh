@@ -21,7 +21,7 @@ TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
 PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev libdeflate-dev libzstd-dev libxxhash-dev libssl-dev
-  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
   clang-14 libfuzzer-14-dev libclang-rt-14-dev python3 python3-venv dataset-fashion-mnist"
 BUILD=${FRUGAL_BUILD:-build}
 DRY=${FRUGAL_SETUP_DRY_RUN:-0}

@@ -107,9 +107,10 @@ class Archive {
     read(i, out);
     return out;
   }
-  // Reads entry i in pieces, in order, for entries too large to hold: stored entries arrive in
-  // chunks of at most 4 MiB, deflated ones in one piece. Checks size and CRC-32 after the last
-  // piece and throws as read() does, so a consumer must not trust the bytes until it returns.
+  // Reads entry i in pieces, in order, for entries too large to hold: pieces of at most 4 MiB,
+  // stored or inflated (memory stays a few MiB whatever the entry declares). Checks size and CRC-32
+  // after the last piece and throws as read() does, so a consumer must not trust the bytes until it
+  // returns; a sink may throw to stop early.
   virtual void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const {
     std::vector<std::uint8_t> out;
     read(i, out);

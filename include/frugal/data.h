@@ -31,7 +31,7 @@ namespace frugal {
 class Archive;
 
 struct DatasetOptions {
-  std::string label_pattern;               // regex with one capture group, on the file name
+  std::string label_pattern;               // RE2 syntax, one capture group, searched for in the file name
   std::uint64_t max_pixels = 89478485;     // larger images count as bad
   double max_bad_fraction = 0.01;          // of the images seen by a loader
   int channels = 0;                        // 0: as the data; 1 or 3
@@ -97,11 +97,16 @@ struct Shard {
   int world = 1;
 };
 
+// The most decode threads a loader runs, the bound of every command's --workers: each thread holds
+// a batch being built and its scratch images, and threads past the cores add only memory (100000
+// asked for took 9.5 GB of thread stacks before an abort).
+inline constexpr int kMaxWorkers = 256;
+
 struct LoaderOptions {
   int image_size = 224;
   bool train = true;         // random augmentation; false: resize + center crop
   int batch_size = 64;
-  int workers = 2;           // decode threads
+  int workers = 2;           // decode threads, 1 to kMaxWorkers
   std::uint64_t seed = 0;
   bool shuffle = true;
   bool drop_last = false;
@@ -153,6 +158,14 @@ class Loader : public BatchSource {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// One rule for the memory of every loader, whatever command made it: Error(usage) for workers
+// outside [1, kMaxWorkers]; Error(budget) when one image of image_size^2 x channels is past what
+// the decoders count in an int, or when the batches a loader may hold at once (prefetch_batches +
+// workers + 2 of batch_size images: the CPU Loader's pool) and each worker's scratch images (a few
+// output-sized images) need more than half of this machine's RAM. The message names the workers,
+// batch size and image size that fit. The loaders call it before starting a thread.
+void check_loader_memory(const LoaderOptions& options, int channels);
 
 // (B, C, H, W) uint8 on any device -> float, (x/255 - mean)/std, on that device.
 torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>& mean,

@@ -1,18 +1,21 @@
 // Reading entries: positioned reads of the mapped parts, inflation with libdeflate into a buffer
 // that grows with the output and never past the declared size (a lying header can flood neither
-// memory nor disk), then the CRC-32.
+// memory nor disk), then the CRC-32. read_to inflates large entries in pieces through zlib.
 #include <libdeflate.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "archive/name_encoding.h"
 #include "archive/zip_format.h"
 #include "archive/zip_index.h"
 #include "frugal/archive.h"
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/hash.h"
+#include "frugal/name_encoding.h"
 
 namespace frugal {
 
@@ -117,7 +120,8 @@ class ZipArchive final : public Archive {
 
   void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const override {
     const ZipEntry& e = entry(i);
-    if (e.method != 0 || e.encrypted || e.size <= kChunk) return Archive::read_to(i, sink);
+    if ((e.method != 0 && e.method != 8) || e.encrypted || e.size <= kChunk) return Archive::read_to(i, sink);
+    if (e.method == 8) return inflate_to(e, data_offset(i), sink);
     if (e.compressed_size != e.size)
       bad(e, ErrorKind::invalid, "equal sizes for a stored entry",
           std::to_string(e.compressed_size) + " stored for " + std::to_string(e.size), "the archive is damaged");
@@ -244,6 +248,61 @@ class ZipArchive final : public Archive {
     out.resize(got);
   }
 
+  // read_to's inflation of a large entry, in pieces of at most kChunk through zlib's streaming
+  // inflate (libdeflate has none): memory stays two chunks whatever the entry declares or really
+  // inflates to (a labels.csv that inflates to one 1 GiB line was read whole). Output past the
+  // declared size stops it, as in inflate().
+  void inflate_to(const ZipEntry& e, std::uint64_t data,
+                  const std::function<void(std::span<const std::uint8_t>)>& sink) const {
+    std::uint64_t bound = 0;
+    if (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) || __builtin_add_overflow(bound, 64, &bound) ||
+        e.size > bound)
+      bad(e, ErrorKind::invalid, "a size deflate can reach from " + std::to_string(e.compressed_size) + " bytes",
+          std::to_string(e.size) + " bytes declared", "the header lies; the archive is damaged or crafted");
+    z_stream z{};
+    if (inflateInit2(&z, -15) != Z_OK) fail(ErrorKind::io, "zlib", "an inflate stream", "out of memory", "free some memory");
+    struct End {
+      z_stream* z;
+      ~End() { inflateEnd(z); }
+    } end{&z};
+    constexpr std::size_t kIn = std::size_t{1} << 20;
+    std::vector<std::uint8_t> in(static_cast<std::size_t>(std::min<std::uint64_t>(kIn, e.compressed_size)) + 1);
+    std::vector<std::uint8_t> out(kChunk);
+    std::uint64_t consumed = 0, produced = 0;
+    std::uint32_t crc = 0;
+    for (int rc = Z_OK; rc != Z_STREAM_END;) {
+      if (z.avail_in == 0) {
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(in.size() - 1, e.compressed_size - consumed));
+        if (n == 0) bad(e, ErrorKind::invalid, "valid deflate data", "data that ends early", "the archive is damaged; copy it again");
+        src_->read_at(data + consumed, in.data(), n);
+        consumed += n;
+        z.next_in = in.data();
+        z.avail_in = static_cast<uInt>(n);
+      }
+      // One byte of room past the declared size, so that more output is seen, never kept.
+      z.next_out = out.data();
+      z.avail_out = static_cast<uInt>(std::min<std::uint64_t>(out.size(), e.size - produced + 1));
+      rc = ::inflate(&z, Z_NO_FLUSH);
+      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+        bad(e, ErrorKind::invalid, "valid deflate data", "corrupt data", "the archive is damaged; copy it again");
+      const std::size_t got = static_cast<std::size_t>(z.next_out - out.data());
+      if (produced + got > e.size)
+        bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", "more when inflated",
+            "the header lies; inflation was stopped at the declared size");
+      produced += got;
+      if (got) {
+        crc = crc32(crc, out.data(), got);
+        sink(std::span<const std::uint8_t>(out.data(), got));
+      }
+    }
+    if (produced != e.size)
+      bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", std::to_string(produced) + " bytes",
+          "the archive is damaged; copy it again");
+    src_->check_intact();
+    if (crc != e.crc32)
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+  }
+
   std::unique_ptr<ByteSource> src_;
   std::string display_;
   ZipIndex idx_;
@@ -271,18 +330,39 @@ std::string entry_problem(const Archive& archive, std::size_t i) {
   return p;
 }
 
+namespace {
+// For names that collide only as shown: the fix is their encoding, not a repack.
+std::string not_utf8_advice(const Archive& archive) {
+  std::vector<std::string> raw;
+  for (const ZipEntry& e : archive.entries())
+    if (!is_valid_utf8(e.raw_name)) raw.push_back(e.raw_name);
+  const std::vector<std::string> guess = guess_name_encodings(raw);
+  std::string advice = "their names are not UTF-8, and differ only in bytes shown as U+FFFD: give the encoding they "
+                       "were written in with {name_encoding}";
+  if (guess.empty()) return advice + " (e.g. cp437, gbk, shift_jis)";
+  advice += " (they look like " + guess[0];
+  for (std::size_t i = 1; i < guess.size(); ++i) advice += (i + 1 == guess.size() ? " or " : ", ") + guess[i];
+  return advice + ": e.g. {name_encoding} " + guess[0] + ")";
+}
+}  // namespace
+
 void refuse_duplicate_names(const Archive& archive) {
   std::string list;
   std::size_t n = 0;
+  bool only_shown_alike = true;  // every pair differs in its bytes: only the shown names collide
   for (const ZipEntry& e : archive.entries()) {
     if (!e.duplicate_name) continue;
-    if (++n <= 5) list += (list.empty() ? "'" : ", '") + e.name + "' and '" + archive.entries()[e.duplicate_of].name + "'";
+    const ZipEntry& other = archive.entries()[e.duplicate_of];
+    only_shown_alike = only_shown_alike && !e.name_is_utf8 && !other.name_is_utf8 && e.raw_name != other.raw_name;
+    if (++n <= 5) list += (list.empty() ? "'" : ", '") + e.name + "' and '" + other.name + "'";
   }
   if (n == 0) return;
   if (n > 5) list += ", and " + std::to_string(n - 5) + " more";
   fail(ErrorKind::invalid, archive.display_name(), "one entry per path",
        std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") + " naming the same path as another: " + list,
-       "it is unclear which one is meant; repack the archive without the duplicates ('frugal ls' marks them)");
+       only_shown_alike
+           ? not_utf8_advice(archive)
+           : "it is unclear which one is meant; repack the archive without the duplicates ('frugal ls' marks them)");
 }
 
 std::unique_ptr<Archive> Archive::open(std::unique_ptr<ByteSource> source, std::string display_name,

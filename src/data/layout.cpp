@@ -3,15 +3,22 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+
+#include <re2/re2.h>
 
 #include "data/dataset_shared.h"
 #include "data/labels_csv.h"
 #include "frugal/checked.h"
-#include "frugal/settings_text.h"
 #include "frugal/error.h"
+#include "frugal/fs.h"
+#include "frugal/name_encoding.h"
+#include "frugal/progress.h"
+#include "frugal/settings_text.h"
+#include "frugal/terminal.h"
+#include "frugal/units.h"
 
 namespace frugal {
 namespace {
@@ -41,6 +48,11 @@ std::string junk_reason(const std::vector<std::string>& parts) {
     if (parts[i][0] == '.') return "hidden";
   }
   const std::string& base = parts.back();
+  // What a killed extract, pack or join left behind (a complete temporary is a valid image, and
+  // was trained on): never a sample, wherever it was packed from.
+  if (base.find(kTempMarker) != std::string::npos || base.ends_with(".frugal-join") ||
+      base.ends_with(".frugal-join.state"))
+    return "left by an interrupted write (*.frugal-tmp-*, *.frugal-join)";
   if (base.rfind("._", 0) == 0) return "junk (AppleDouble ._ file)";
   if (base == ".DS_Store" || base == "Thumbs.db" || lower(base) == "desktop.ini") return "junk (" + base + ")";
   if (base[0] == '.') return "hidden";
@@ -62,8 +74,62 @@ ImageFormat entry_format(const Archive& a, std::size_t i, const std::string& bas
   return ImageFormat::unknown;
 }
 
+// Whether entry e's shown name lost bytes: stored without UTF-8 and repaired with U+FFFD (no
+// --name-encoding, or one that did not decode it), so two such names can show alike and differ.
+bool name_is_lossy(const ZipEntry& e) { return !e.name_is_utf8 && e.name.find("\xEF\xBF\xBD") != std::string::npos; }
+
+// The name a sample is known by: the entry's name, or for a lossy one its stored bytes with each
+// byte that is not UTF-8 escaped ("cls\xff/a.png", printable()): distinct per stored name, so the
+// class folders "cls\xff" and "cls\xfe" stay two classes (both showed as "cls\uFFFD" and were
+// trained as one), and safe to print and to store in a checkpoint.
+std::string sample_name(const ZipEntry& e) { return name_is_lossy(e) ? printable(e.raw_name) : e.name; }
+
+// Two entries naming one path ("d/f" and "d/./f") leave unclear which sample and label is meant:
+// exit 3, both named. Compared by sample_name, so names that only show alike are not one path.
+void refuse_duplicate_samples(const Archive& a, const std::vector<std::string>& names) {
+  std::unordered_map<std::string, std::size_t> first;
+  std::string list;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.entries().size(); ++i) {
+    if (!a.entries()[i].duplicate_name) continue;
+    for (const std::size_t j : {static_cast<std::size_t>(a.entries()[i].duplicate_of), i}) {
+      std::string key = normalize_relative(names[j]);
+      if (key.empty()) key = names[j];
+      const auto [it, added] = first.emplace(std::move(key), j);
+      if (added || it->second == j) continue;
+      if (++n <= 5) list += (list.empty() ? "'" : ", '") + names[j] + "' and '" + names[it->second] + "'";
+    }
+  }
+  if (n == 0) return;
+  if (n > 5) list += ", and " + std::to_string(n - 5) + " more";
+  fail(ErrorKind::invalid, a.display_name(), "one entry per path",
+       std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") + " naming the same path as another: " + list,
+       "it is unclear which one is meant; repack the archive without the duplicates ('frugal ls' marks them)");
+}
+
+// Said once per archive: which names are not UTF-8, how they are shown, and the encoding they
+// look like (name_encoding.h's guess), for {name_encoding}.
+void note_names_not_utf8(const Archive& a, const std::vector<std::size_t>& lossy) {
+  if (lossy.empty()) return;
+  std::vector<std::string> raw;
+  for (std::size_t i : lossy) raw.push_back(a.entries()[i].raw_name);
+  const std::vector<std::string> guess = guess_name_encodings(raw);
+  std::string text = a.display_name() + ": " + std::to_string(lossy.size()) + " entry name" +
+                     (lossy.size() == 1 ? " is" : "s are") + " not UTF-8 (e.g. " + sample_name(a.entries()[lossy[0]]) +
+                     "); classes and messages show their bytes escaped as \\xHH. ";
+  if (guess.empty()) {
+    text += "If you know the encoding they were written in, give {name_encoding} (e.g. cp437, gbk, shift_jis)";
+  } else {
+    text += "They look like " + guess[0];
+    for (std::size_t i = 1; i < guess.size(); ++i) text += (i + 1 == guess.size() ? " or " : ", ") + guess[i];
+    text += ": if so, give {name_encoding} " + guess[0];
+  }
+  note(text);
+}
+
 struct Candidate {
   std::size_t entry;
+  std::string name;  // sample_name()
   std::vector<std::string> parts;
   ImageFormat format;
 };
@@ -111,6 +177,50 @@ bool all_integers(const std::vector<std::string>& v) {
   });
 }
 
+// labels.csv in pieces as the archive reads it: memory is one line plus the table, whatever size
+// the entry declares or inflates to (a line or a file past its bound stops the read at once).
+std::map<std::string, std::string> read_labels_csv(const Archive& a, std::size_t entry) {
+  const std::string where = a.display_name() + ":" + sample_name(a.entries()[entry]);
+  if (a.entries()[entry].size > detail::kMaxLabelsCsvBytes)
+    fail(ErrorKind::invalid, where, "a labels.csv of at most " + format_size(detail::kMaxLabelsCsvBytes),
+         format_size(a.entries()[entry].size) + " declared", "split the labels over class folders, or shorten the file");
+  detail::LabelsCsvParser parser(where);
+  a.read_to(entry, [&parser](std::span<const std::uint8_t> piece) {
+    parser.feed(std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
+  });
+  return parser.finish();
+}
+
+// --label-pattern: group 1 of a search in the file name. RE2, not std::regex: std::regex
+// recurses per character (a 36 KB entry name overflowed the stack, SIGSEGV) and can backtrack
+// exponentially; RE2 runs in time linear in the name, so any name a zip can hold (64 KiB) is safe.
+class LabelPattern {
+ public:
+  explicit LabelPattern(const std::string& text) : re_(text, options()) {
+    if (!re_.ok())
+      fail(ErrorKind::usage, "{label_pattern}",
+           "a regular expression in RE2 syntax (no backreferences or lookaround) with one capture group",
+           "\"" + text + "\" (" + re_.error() + ")", "e.g. '^([a-z]+)_'");
+    if (re_.NumberOfCapturingGroups() != 1)
+      fail(ErrorKind::usage, "{label_pattern}", "exactly one capture group",
+           std::to_string(re_.NumberOfCapturingGroups()) + " in \"" + text + "\"",
+           "e.g. '^([a-z]+)_'; group without capturing as (?:...)");
+  }
+  // "" when the pattern does not match or its group is empty: the file has no label.
+  std::string label(const std::string& name) const {
+    std::string group;
+    return RE2::PartialMatch(name, re_, &group) ? group : "";
+  }
+
+ private:
+  static RE2::Options options() {
+    RE2::Options o;
+    o.set_log_errors(false);  // said once, in the usage error
+    return o;
+  }
+  RE2 re_;
+};
+
 }  // namespace
 
 // parse_npy has checked that the whole shape's byte size fits, and an array with samples has
@@ -157,7 +267,7 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
   std::vector<std::size_t> data_entries;
   for (const auto& c : arrays) {
     const Archive& a = *d.archive;
-    const std::string& name = a.entries()[c.entry].name;
+    const std::string& name = c.name;
     NpyArray arr;
     arr.name = name;
     if (auto v = a.stored_view(c.entry)) {
@@ -212,19 +322,24 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
 
 void scan_layout(DatasetShared& d) {
   const Archive& a = *d.archive;
-  refuse_duplicate_names(a);  // "d/f" and "d/./f": which sample, which label? (exit 3, both named)
+  std::vector<std::string> names;
+  names.reserve(a.entries().size());
+  for (const ZipEntry& e : a.entries()) names.push_back(sample_name(e));
+  refuse_duplicate_samples(a, names);
   std::vector<Candidate> files, arrays;
+  std::vector<std::size_t> lossy;
   std::optional<std::size_t> csv;
   std::size_t csv_depth = 0;
   for (std::size_t i = 0; i < a.entries().size(); ++i) {
     const ZipEntry& e = a.entries()[i];
     if (e.is_dir) continue;
-    std::vector<std::string> parts = split_path(e.name);
+    std::vector<std::string> parts = split_path(names[i]);
     if (parts.empty()) continue;
     if (std::string why = junk_reason(parts); !why.empty()) {
-      count(d.open_skips, why, e.name);
+      count(d.open_skips, why, names[i]);
       continue;
     }
+    if (name_is_lossy(e)) lossy.push_back(i);
     if (lower(parts.back()) == "labels.csv" && (!csv || parts.size() < csv_depth)) {
       csv = i;
       csv_depth = parts.size();
@@ -232,7 +347,7 @@ void scan_layout(DatasetShared& d) {
     }
     ImageFormat f = entry_format(a, i, parts.back());
     if (f == ImageFormat::unknown) {
-      count(d.open_skips, "not an image", e.name);
+      count(d.open_skips, "not an image", names[i]);
       continue;
     }
     bool npy_array = false;
@@ -249,7 +364,7 @@ void scan_layout(DatasetShared& d) {
           head = a.read(i);
           bytes = head;
         }
-        auto h = detail::parse_npy(bytes, a.display_name() + ":" + e.name);
+        auto h = detail::parse_npy(bytes, a.display_name() + ":" + names[i]);
         // (H, W) and (H, W, C) are one sample; (N,) labels; (N, H, W) and (N, H, W, C) samples.
         npy_array = h.shape.size() == 1 || h.shape.size() == 4 ||
                     (h.shape.size() == 3 && !(h.shape[2] == 1 || h.shape[2] == 3 || h.shape[2] == 4));
@@ -257,31 +372,18 @@ void scan_layout(DatasetShared& d) {
         if (err.kind() != ErrorKind::invalid && err.kind() != ErrorKind::unsupported) throw;
       }
     }
-    (npy_array ? arrays : files).push_back({i, std::move(parts), f});
+    (npy_array ? arrays : files).push_back({i, names[i], std::move(parts), f});
   }
+  note_names_not_utf8(a, lossy);
 
   std::vector<std::pair<std::string, Sample>> labelled;  // (class name, sample)
   std::vector<std::string> labels;
   if (!d.options.label_pattern.empty()) {
-    std::regex re;
-    try {
-      re = std::regex(d.options.label_pattern);
-    } catch (const std::regex_error& err) {
-      fail(ErrorKind::usage, "{label_pattern}", "a regular expression with one capture group",
-           "\"" + d.options.label_pattern + "\" (" + err.what() + ")", "");
-    }
-    if (re.mark_count() != 1)
-      fail(ErrorKind::usage, "{label_pattern}", "exactly one capture group",
-           std::to_string(re.mark_count()) + " in \"" + d.options.label_pattern + "\"", "e.g. '^([a-z]+)\\.'");
-    for (const auto& f : files) {
-      std::smatch m;
-      labels.push_back(std::regex_search(f.parts.back(), m, re) ? m[1].str() : "");
-    }
+    const LabelPattern pattern(d.options.label_pattern);
+    for (const auto& f : files) labels.push_back(pattern.label(f.parts.back()));
   } else if (csv) {
-    const std::vector<std::uint8_t> bytes = a.read(*csv);
-    auto table = detail::parse_labels_csv(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                                          a.display_name() + ":" + a.entries()[*csv].name);
-    std::vector<std::string> csv_dir = split_path(a.entries()[*csv].name);
+    auto table = read_labels_csv(a, *csv);
+    std::vector<std::string> csv_dir = split_path(names[*csv]);
     csv_dir.pop_back();
     for (const auto& f : files) {
       std::string full = join(f.parts, 0, f.parts.size());
@@ -296,7 +398,7 @@ void scan_layout(DatasetShared& d) {
     labels = folder_labels(files);
   }
   for (std::size_t k = 0; k < files.size(); ++k) {
-    const std::string& name = a.entries()[files[k].entry].name;
+    const std::string& name = files[k].name;
     if (labels[k].empty()) {
       count(d.open_skips,
             !d.options.label_pattern.empty() ? spell_settings("no label ({label_pattern} did not match)")
@@ -312,9 +414,9 @@ void scan_layout(DatasetShared& d) {
   }
   pair_arrays(d, arrays, labelled);
 
-  std::set<std::string> names;
-  for (const auto& [c, s] : labelled) names.insert(c);
-  d.classes.assign(names.begin(), names.end());
+  std::set<std::string> class_names;
+  for (const auto& [c, s] : labelled) class_names.insert(c);
+  d.classes.assign(class_names.begin(), class_names.end());
   if (all_integers(d.classes))  // "2" before "10", as the numbers were meant
     std::sort(d.classes.begin(), d.classes.end(), [](const std::string& x, const std::string& y) {
       return std::stoll(x) < std::stoll(y);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "frugal/data.h"
 #include "frugal/error.h"
 #include "frugal/train.h"
 #include "frugal/units.h"
@@ -98,7 +99,8 @@ std::vector<Row> make_rows() {
          return real(c.val_split, t, 0, 1, true, "a fraction from 0 up to (not including) 1; 0: the default 0.05");
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.val_split; }});
-  add({"label_pattern", nullptr, "regex with one capture group for the label in file names", Kind::value, true, false,
+  add({"label_pattern", nullptr, "RE2 regex with one capture group: the label, searched for in file names",
+       Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) { return text_value(c.label_pattern, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.label_pattern; }});
   add({"name_encoding", nullptr, "encoding of non-UTF-8 entry names", Kind::value, false, false,
@@ -189,7 +191,7 @@ std::vector<Row> make_rows() {
        [](TrainConfig& c, const std::string& t) { return integer(c.image_size, t, 1, kMaxCount); },
        [](const TrainConfig& c) -> nlohmann::json { return c.image_size; }});
   add({"workers", nullptr, "decode threads", Kind::value, false, false,
-       [](TrainConfig& c, const std::string& t) { return integer(c.workers, t, 1, 1024); },
+       [](TrainConfig& c, const std::string& t) { return integer(c.workers, t, 1, kMaxWorkers); },
        [](const TrainConfig& c) -> nlohmann::json { return c.workers; }});
   add({"seed", nullptr, "seed for initialization, order and augmentation", Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) -> std::string {

@@ -35,7 +35,7 @@ if command -v frugal-torch >/dev/null; then
   refused "predict --top x" "--top: expected an integer >= 1, found x" frugal predict model.safetensors a.png --top x
   refused "predict --max-pixels 0" "--max-pixels: expected an integer >= 1, found 0" frugal predict model.safetensors a.png --max-pixels 0
   refused "bench --batch-size 0" "--batch-size: expected an integer >= 1, found 0" frugal bench loader photos.zip --batch-size 0
-  refused "bench --workers -1" "--workers: expected an integer >= 1, found -1" frugal bench loader photos.zip --workers -1
+  refused "bench --workers -1" "--workers: expected an integer from 1 to 256, found -1" frugal bench loader photos.zip --workers -1
   refused "bench --seconds 0" "--seconds: expected a number > 0, found 0" frugal bench loader photos.zip --seconds 0
   refused "bench --channels 2" "--channels: expected one of 1, 3, found 2" frugal bench loader photos.zip --channels 2
   refused "bench --decode fast" "--decode: expected one of cpu, gpu, auto, found fast" frugal bench loader photos.zip --decode fast

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <system_error>
 
@@ -34,7 +35,8 @@ std::string at(const std::string& where, const toml::node& n) {
 
 }  // namespace
 
-std::vector<std::string> config_args_from_toml(std::string_view text, const std::string& where) {
+std::vector<std::string> config_args_from_toml(std::string_view text, const std::string& where,
+                                               const std::vector<std::string>& flags) {
   toml::table table;
   try {
     table = toml::parse(text, where);
@@ -51,13 +53,19 @@ std::vector<std::string> config_args_from_toml(std::string_view text, const std:
     if (!is_option_name(name) || name == "config")
       fail(ErrorKind::invalid, at(where, node), "keys that are long options of frugal train (batch-size = 32)",
            "\"" + std::string(key.str()).substr(0, 64) + "\"", "see frugal train --help");
+    const bool flag = std::find(flags.begin(), flags.end(), name) != flags.end();
     // "--key=value" keeps a value that starts with '-' a value.
     auto add = [&](const toml::node& v) {
       std::string value;
       if (auto s = v.value_exact<std::string>()) value = *s;
       else if (auto i = v.value_exact<std::int64_t>()) value = std::to_string(*i);
       else if (auto d = v.value_exact<double>()) value = number_text(*d);
-      else if (auto b = v.value_exact<bool>()) value = *b ? "true" : "false";
+      else if (auto b = v.value_exact<bool>())
+        fail(ErrorKind::invalid, at(where, v),
+             flag ? "one true or false for '" + name + "'"
+                  : "a value for '" + name + "' (a string or a number, as on the command line: --" + name + " VALUE)",
+             std::string(*b ? "true" : "false") + (flag ? " in an array" : ""),
+             flag ? "write " + name + " = true" : "only options that take no value (such as fresh) are set with true or false");
       else
         fail(ErrorKind::invalid, at(where, v), "a string, number or boolean for '" + name + "'",
              v.is_table() ? "a table" : v.is_array() ? "an array inside an array" : "a date or time", "");
@@ -65,7 +73,7 @@ std::vector<std::string> config_args_from_toml(std::string_view text, const std:
         fail(ErrorKind::invalid, at(where, v), "a value for '" + name + "' without NUL bytes", "one", "");
       args.push_back("--" + name + "=" + value);
     };
-    if (node.is_boolean()) {
+    if (node.is_boolean() && flag) {
       if (*node.value_exact<bool>()) args.push_back("--" + name);
     } else if (auto* arr = node.as_array()) {
       for (auto& v : *arr) add(v);
@@ -76,11 +84,11 @@ std::vector<std::string> config_args_from_toml(std::string_view text, const std:
   return args;
 }
 
-std::vector<std::string> config_args(const std::string& file) {
+std::vector<std::string> config_args(const std::string& file, const std::vector<std::string>& flags) {
   auto text = read_file_at_most(file, kMaxConfigBytes);
   if (!text)
     fail(ErrorKind::invalid, file, "a TOML file of at most 1 MiB", "a larger file", "give the train options' file");
-  return config_args_from_toml(*text, file);
+  return config_args_from_toml(*text, file, flags);
 }
 
 }  // namespace frugal::cli

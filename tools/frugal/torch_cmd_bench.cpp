@@ -27,10 +27,10 @@ int bench_loader(int argc, char** argv) {
   std::string decode = "auto";
   app.add_option("ARCHIVE", archive, "dataset archive (zip or split set)")->required();
   app.add_option("--image-size", lo.image_size, "output side in pixels")->capture_default_str()->check(at_least(1));
-  app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(at_least(1));
+  app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   app.add_option("--seconds", seconds, "how long to measure")->capture_default_str()->check(number_at_least(0, true));
   app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(at_least(1));
-  app.add_option("--label-pattern", dopt.label_pattern, "regex with one capture group on file names");
+  app.add_option("--label-pattern", dopt.label_pattern, "RE2 regex with one capture group: the label, searched for in file names");
   app.add_option("--max-pixels", dopt.max_pixels, "larger images count as undecodable (decompression bombs)")
       ->capture_default_str()->check(at_least(1));
   app.add_option("--max-bad-fraction", dopt.max_bad_fraction, "stop when more than this fraction of images is undecodable")

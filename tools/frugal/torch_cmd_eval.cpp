@@ -25,9 +25,9 @@ int cmd_eval(int argc, char** argv) {
   DatasetOptions d;
   app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder (its best.safetensors)")->required();
   app.add_option("--data", data, "archive to evaluate on (the model's class names, all or some of them)")->required();
-  app.add_option("--label-pattern", label_pattern, "regex with one capture group for labels in file names");
+  app.add_option("--label-pattern", label_pattern, "RE2 regex with one capture group: the label, searched for in file names");
   app.add_option("--batch-size", batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
-  app.add_option("--workers", workers, "decode threads")->capture_default_str()->check(at_least(1));
+  app.add_option("--workers", workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   // The advice of the bad-image limit names these (a test set with a few broken files of many).
   app.add_option("--max-pixels", d.max_pixels, "larger images count as undecodable (decompression bombs)")
       ->capture_default_str()->check(at_least(1));

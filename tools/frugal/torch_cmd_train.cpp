@@ -85,11 +85,11 @@ int run_torchrun(int nproc, const std::vector<std::string>& args) {
   std::vector<std::string> cmd{"torchrun", "--standalone", "--nproc-per-node", std::to_string(nproc), "--no-python",
                                "--", self, "train"};
   for (std::size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--nproc") {
+    if (args[i] == "--nproc" || args[i] == "--config") {
       ++i;
       continue;
     }
-    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    if (args[i].rfind("--nproc=", 0) == 0 || args[i].rfind("--config=", 0) == 0) continue;
     cmd.push_back(args[i]);
   }
   char exit_file[] = "/tmp/frugal-rank0-exit-XXXXXX";
@@ -149,6 +149,15 @@ void record_rank0_exit(int rc) {
   }
 }
 
+// The long options that take no value (--fresh, --json, ...), without their "--": in a config
+// file only they may be given true or false.
+std::vector<std::string> flag_names() {
+  std::vector<std::string> names;
+  for (const TrainOption& row : train_options())
+    if (row.kind == TrainOption::Kind::flag) names.push_back(option_name(row).substr(2));
+  return names;
+}
+
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
@@ -157,7 +166,7 @@ int cmd_train(int argc, char** argv) {
     const std::string a = argv[i];
     // "--config=FILE" too: CLI11 would otherwise take it and the file would be silently unread.
     if ((a == "--config" && i + 1 < argc) || a.rfind("--config=", 0) == 0) {
-      auto extra = config_args(a == "--config" ? argv[i + 1] : a.substr(9));
+      auto extra = config_args(a == "--config" ? argv[i + 1] : a.substr(9), flag_names());
       args.insert(args.begin() + 1, extra.begin(), extra.end());
       break;
     }
@@ -188,7 +197,9 @@ int cmd_train(int argc, char** argv) {
     fail(ErrorKind::usage, "--epochs auto", "--time-budget DURATION to plan the epochs for", "no --time-budget",
          "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
 
-  if (config.nproc > 1) return run_torchrun(config.nproc, std::vector<std::string>(argv, argv + argc));
+  // The ranks get the options as this command read them, the config file's included, less --nproc
+  // and --config: a rank that read nproc again would try to launch ranks of its own.
+  if (config.nproc > 1) return run_torchrun(config.nproc, args);
   Progress::set_quiet(config.json);
   // A rank of a torchrun run: the launcher's signal to ranks still closing must not change their
   // exit code (SignalGuard::ignore_after_session).
