@@ -555,7 +555,8 @@ void Session::join_group() {
     if (c_.sync_bn) set_batch_norm_sync([](torch::Tensor&) {});
     return;
   }
-  dist_ = ProcessGroup::join(*dist_env_, device_, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout));
+  dist_ = ProcessGroup::join(*dist_env_, device_, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout),
+                             [this] { return signals_.stop_requested(); });
   note("distributed: rank " + std::to_string(dist_->rank()) + " of " + std::to_string(dist_->world()) + " (" +
        dist_->backend() + "), a global batch of " + count(global_batch(), "image", "images") +
        (c_.sync_bn ? ", batch norm over all ranks" : ", batch norm per rank (averaged before evaluating and saving)"));
