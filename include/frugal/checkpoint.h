@@ -28,6 +28,7 @@
 
 #include "frugal/budget.h"
 #include "frugal/env.h"
+#include "frugal/fs.h"
 #include "frugal/models.h"
 #include "frugal/checkpoint_files.h"
 #include "frugal/run_folder.h"
@@ -73,12 +74,25 @@ Checkpoint checkpoint_from_file(SafetensorsFile file);
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& ckpt, Env& env = Env::real());
 
 // Loads and verifies a checkpoint file (full, best, model, or a delta with its base beside it).
-// Throws Error(invalid) naming the file for a bad format/version or checksum mismatch.
-Checkpoint load_checkpoint(const std::filesystem::path& path);
+// Throws Error(invalid) naming the file for a bad format/version or checksum mismatch, and for
+// anything but a regular file (fs.h's open_regular: never a FIFO waited on or a device read without
+// end); `links` as there: Links::refuse for a file found in a run folder. A delta's base, found
+// beside it, is never read through a link.
+Checkpoint load_checkpoint(const std::filesystem::path& path, Links links = Links::follow);
 
-// CKPT on the command line: a file, or a run folder meaning its best.safetensors.
-std::filesystem::path resolve_ckpt(const std::filesystem::path& ckpt);
-inline Checkpoint load_ckpt_arg(const std::filesystem::path& ckpt) { return load_checkpoint(resolve_ckpt(ckpt)); }
+// CKPT on the command line: a file, or a run folder meaning its best.safetensors. A file the user
+// named may be a link to a regular file; a run folder's best.safetensors is read only as the
+// regular file itself (Error(invalid), exit 3, naming it when it is a FIFO, a device or a link).
+struct CkptFile {
+  std::filesystem::path path;
+  Links links = Links::follow;
+};
+CkptFile resolve_ckpt_file(const std::filesystem::path& ckpt);
+inline std::filesystem::path resolve_ckpt(const std::filesystem::path& ckpt) { return resolve_ckpt_file(ckpt).path; }
+inline Checkpoint load_ckpt_arg(const std::filesystem::path& ckpt) {
+  const CkptFile f = resolve_ckpt_file(ckpt);
+  return load_checkpoint(f.path, f.links);
+}
 
 // Deep copy to contiguous CPU tensors, so training can go on mutating the originals.
 Checkpoint snapshot(const Checkpoint& ckpt);

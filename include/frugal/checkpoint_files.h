@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/fs.h"
+
 namespace frugal {
 
 inline constexpr const char* kCheckpointFormat = "frugal-checkpoint";
@@ -31,8 +33,10 @@ struct SafetensorsHeader {
   std::uint64_t payload_offset() const { return 8 + header_size; }
   std::uint64_t payload_size = 0;             // largest data_offsets end
 };
-// Throws Error(invalid) naming the file for anything that is not safetensors.
-SafetensorsHeader read_safetensors_header(const std::filesystem::path& path);
+// Throws Error(invalid) naming the file for anything that is not safetensors, and for anything but a
+// regular file (fs.h's open_regular: a FIFO is never waited on); Links::refuse for files found in a
+// run folder, which are never followed out of it.
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& path, Links links = Links::follow);
 // Parses an in-memory file (8-byte length + JSON + payload); `name` is used in messages.
 SafetensorsHeader parse_safetensors_header(const void* data, std::size_t size, const std::string& name);
 
@@ -95,7 +99,9 @@ struct CheckpointEntry {
 };
 
 // Every ckpt-*.safetensors in `run`, newest (highest step, then epoch) first. With `verify` each
-// is checksummed (reads whole files); without, only headers are read.
+// is checksummed (reads whole files); without, only headers are read. One that is not a regular
+// file (a FIFO, a device, a symbolic link: never opened through) is listed invalid, its problem
+// naming what it is; folders of such a name are not listed.
 std::vector<CheckpointEntry> list_checkpoints(const std::filesystem::path& run, bool verify);
 
 struct RetentionPolicy {

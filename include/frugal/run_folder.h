@@ -11,9 +11,11 @@
 //   *.frugal-tmp-*                           interrupted atomic writes (removed at start/clean)
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,33 @@ bool is_run_folder(const std::filesystem::path& dir);  // holds config.json or a
 
 // DIR itself when it is a run folder, else every run folder below it (at most 3 levels deep).
 std::vector<std::filesystem::path> find_run_folders(const std::filesystem::path& dir);
+
+// Whose a folder is, decided before a training writes into it (or --fresh removes anything from
+// it): frugal replaces config.json and best.safetensors, appends to metrics.jsonl and deletes
+// checkpoints and events in a run folder, which must not happen to a folder of someone else's
+// (a Hugging Face model folder holds a config.json and a model.safetensors too).
+//   absent   nothing there yet
+//   empty    no entries, hidden ones (".ipynb_checkpoints", ...) aside: frugal never writes,
+//            reads or removes a name starting with "."
+//   frugal   its config.json says "format": "frugal-run-config"; or, without one, it holds only
+//            names frugal writes there: metrics.jsonl, events.out.tfevents.*.frugal, temporaries,
+//            and checkpoints (ckpt-*, best.safetensors) whose headers say "frugal-checkpoint"
+//   foreign  anything else; `reasons` names up to kForeignShown of what is not frugal's
+//            ("config.json is not a frugal run configuration", "model.safetensors"), `foreign`
+//            counts them all
+// Files are read bounded (config.json up to 1 MiB, checkpoint headers as the header reader caps
+// them) and never through a link. One of frugal's own names that is not a regular file (a FIFO,
+// a device, a symbolic link) is Error(invalid) naming it: frugal would block on it or follow it out
+// of the folder. A ckpt-* that is not is foreign only when config.json does not vouch for the
+// folder; in a run folder it is an unreadable checkpoint (the loader skips it).
+struct RunFolderOwner {
+  enum class Kind { absent, empty, frugal, foreign };
+  Kind kind = Kind::absent;
+  std::vector<std::string> reasons;
+  std::size_t foreign = 0;
+};
+inline constexpr std::size_t kForeignShown = 5;
+RunFolderOwner run_folder_owner(const std::filesystem::path& dir);
 
 // The smallest "disk_budget" (bytes, or a size text like "20G") in the runs' config.json, with
 // the file it came from.

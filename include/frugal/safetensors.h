@@ -45,7 +45,8 @@ void save_safetensors(const std::filesystem::path& path, const NamedTensors& ten
 std::string safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata);
 
 // Reads the whole file. Throws Error(invalid) naming the file for a bad header, overlapping or
-// out-of-range offsets, a size that does not match dtype x shape, or a truncated file.
+// out-of-range offsets, a size that does not match dtype x shape, a truncated file, or anything
+// but a regular file (a link to one is followed; a FIFO or device is refused unread).
 SafetensorsFile load_safetensors(const std::filesystem::path& path);
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name);
 // The same with the header of `bytes` already parsed (parse_safetensors_header), not parsed again.

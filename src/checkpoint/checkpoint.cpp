@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <limits>
 
 #include "frugal/error.h"
 #include "frugal/fs.h"
@@ -217,17 +218,18 @@ SafetensorsFile verified_tensors(const fs::path& path, ParsedFile f, std::string
 
 }  // namespace
 
-ParsedFile read_parsed_file(const fs::path& path) {
+ParsedFile read_parsed_file(const fs::path& path, Links links) {
   ParsedFile f;
-  f.bytes = read_file(path);
+  // A regular file's size bounds the read (a FIFO or /dev/zero would not end).
+  f.bytes = *read_regular_at_most(path, std::numeric_limits<std::uint64_t>::max(), links);
   f.header = parse_safetensors_header(f.bytes.data(), f.bytes.size(), path.string());
   return f;
 }
 
-LoadedCheckpoint load_checkpoint_file(const fs::path& path) {
+LoadedCheckpoint load_checkpoint_file(const fs::path& path, Links links) {
   return at_load_boundary(path, [&] {
     LoadedCheckpoint out;
-    auto file = verified_tensors(path, read_parsed_file(path), &out.checksum);
+    auto file = verified_tensors(path, read_parsed_file(path, links), &out.checksum);
     auto kind = file.metadata.find("kind");
     if (kind != file.metadata.end() && kind->second == "delta") {
       auto checksum = std::move(out.checksum);
@@ -251,21 +253,24 @@ Checkpoint base_from_parsed(const fs::path& path, ParsedFile parsed) {
   });
 }
 
-Checkpoint load_checkpoint(const fs::path& path) { return load_checkpoint_file(path).ckpt; }
+Checkpoint load_checkpoint(const fs::path& path, Links links) { return load_checkpoint_file(path, links).ckpt; }
 
-fs::path resolve_ckpt(const fs::path& ckpt) {
+CkptFile resolve_ckpt_file(const fs::path& ckpt) {
   // A missing path or a typo gets the answer every command gives for an input (exit 2, a near name).
   check_input(ckpt, InputKind::checkpoint);
   std::error_code ec;
   if (fs::is_directory(ckpt, ec)) {
-    if (fs::exists(ckpt / kBestFile, ec)) return ckpt / kBestFile;
-    fail(ErrorKind::usage, ckpt.string(), "a run folder holding " + std::string(kBestFile), "none",
-         "give a checkpoint file, or train until the first checkpoint is saved");
+    const fs::path best = ckpt / kBestFile;
+    if (file_kind(best) == "nothing")
+      fail(ErrorKind::usage, ckpt.string(), "a run folder holding " + std::string(kBestFile), "none",
+           "give a checkpoint file, or train until the first checkpoint is saved");
+    open_regular(best, Links::refuse);  // a FIFO, device or link there: exit 3 naming it, now
+    return {best, Links::refuse};
   }
   if (!fs::is_regular_file(ckpt, ec))  // a pipe or device would block or feed the loader garbage
     fail(ErrorKind::usage, ckpt.string(), input_kind_name(InputKind::checkpoint),
          "a special file (a device, pipe or socket)", "give a regular file");
-  return ckpt;
+  return {ckpt, Links::follow};
 }
 
 Checkpoint snapshot(const Checkpoint& ckpt) {

@@ -100,7 +100,7 @@ std::string encode_delta_bytes(const Checkpoint& ckpt, const Checkpoint& base, c
 
 void save_delta_checkpoint(const fs::path& path, const Checkpoint& ckpt, const Checkpoint& base,
                            const fs::path& base_path, Env& env) {
-  auto base_md = read_safetensors_header(base_path).metadata;
+  auto base_md = read_safetensors_header(base_path, Links::refuse).metadata;
   auto [tensors, md] = encode(ckpt, base, base_path.filename().string(), base_md["checksum"]);
   save_safetensors(path, tensors, md, env);
 }
@@ -120,7 +120,7 @@ LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
     fail(ErrorKind::invalid, where, "its base checkpoint " + base_path.string(), "no such file",
          "the base was deleted; use another checkpoint");
   // The base is read once: its header is checked here, then the same bytes are verified and decoded.
-  ParsedFile base_file = read_parsed_file(base_path);
+  ParsedFile base_file = read_parsed_file(base_path, Links::refuse);  // beside the delta: never a link out
   auto& base_md = base_file.header.metadata;
   if (base_md["kind"] != "full")
     fail(ErrorKind::invalid, where, "a full checkpoint as base " + base_path.string(),

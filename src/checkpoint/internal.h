@@ -21,7 +21,7 @@ struct ParsedFile {
   std::string bytes;
   SafetensorsHeader header;
 };
-ParsedFile read_parsed_file(const std::filesystem::path& path);
+ParsedFile read_parsed_file(const std::filesystem::path& path, Links links);
 
 // A checkpoint as a load leaves it, with what a resume goes on from.
 struct LoadedCheckpoint {
@@ -34,7 +34,7 @@ struct LoadedCheckpoint {
 
 // load_checkpoint() keeping the file's checksum and a delta's base (CheckpointManager::load_latest
 // goes on from both without reading them again).
-LoadedCheckpoint load_checkpoint_file(const std::filesystem::path& path);
+LoadedCheckpoint load_checkpoint_file(const std::filesystem::path& path, Links links);
 
 // A delta's base, already read and its header checked by the caller (kind "full", checksum the
 // delta names): verified and decoded; bad input names `path`.

@@ -101,7 +101,7 @@ std::optional<CheckpointManager::Resume> CheckpointManager::load_latest() {
     std::string base_checksum;
     try {
       // One read per file: a delta's load hands back the base it decoded against.
-      auto loaded = load_checkpoint_file(entry.path);
+      auto loaded = load_checkpoint_file(entry.path, Links::refuse);
       r.ckpt = std::move(loaded.ckpt);
       r.file = entry.path;
       if (loaded.base) {
@@ -263,7 +263,7 @@ SaveResult CheckpointManager::write_checkpoint(const Checkpoint& ckpt) {
     if (options_.delta) {
       base_ = snapshot(full);
       base_path_ = r.file;
-      base_checksum_ = read_safetensors_header(r.file).metadata["checksum"];
+      base_checksum_ = read_safetensors_header(r.file, Links::refuse).metadata["checksum"];
     }
   }
   return r;
@@ -275,7 +275,7 @@ bool CheckpointManager::update_best(const Checkpoint& ckpt) {
     std::error_code ec;
     if (fs::exists(run_ / kBestFile, ec)) {
       try {
-        auto md = read_safetensors_header(run_ / kBestFile).metadata;
+        auto md = read_safetensors_header(run_ / kBestFile, Links::refuse).metadata;
         if (md.count("metric_value")) best_metric_ = std::stod(md["metric_value"]);
       } catch (const std::exception& e) {
         note("frugal: replacing unreadable " + (run_ / kBestFile).string() + ": " + e.what());

@@ -121,8 +121,9 @@ std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, 
 }
 
 LoadedModel load_model_any(const std::filesystem::path& ckpt) {
-  const auto file = resolve_ckpt(ckpt);
-  Checkpoint c = load_checkpoint(file);
+  const CkptFile resolved = resolve_ckpt_file(ckpt);
+  const auto& file = resolved.path;
+  Checkpoint c = load_checkpoint(file, resolved.links);
   const auto compression = parse_compression(c, file.string());
   std::map<std::string, torch::Tensor> weights;
   if (compression.is_null()) {
@@ -143,9 +144,10 @@ LoadedModel load_model_any(const std::filesystem::path& ckpt) {
 
 ModelFileSummary summarize_model_file(const std::filesystem::path& ckpt) {
   ModelFileSummary s;
-  s.file = resolve_ckpt(ckpt);
+  const CkptFile resolved = resolve_ckpt_file(ckpt);
+  s.file = resolved.path;
+  auto header = read_safetensors_header(s.file, resolved.links);  // a regular file: its size is known
   s.bytes = std::filesystem::file_size(s.file);
-  auto header = read_safetensors_header(s.file);
   auto it = header.metadata.find(kCompressionKey);
   s.compression = nullptr;
   if (it != header.metadata.end()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -175,6 +176,11 @@ SafetensorsFile parse_safetensors(const std::string& bytes, SafetensorsHeader he
   }
 }
 
-SafetensorsFile load_safetensors(const fs::path& path) { return parse_safetensors(read_file(path), path.string()); }
+SafetensorsFile load_safetensors(const fs::path& path) {
+  // A file the user names (--init) may be a link, but only to a regular file: a FIFO would block
+  // the read and a device never end it.
+  return parse_safetensors(*read_regular_at_most(path, std::numeric_limits<std::uint64_t>::max(), Links::follow),
+                           path.string());
+}
 
 }  // namespace frugal

@@ -20,6 +20,12 @@ namespace {
   fail_errno(what, path.string(), err);
 }
 
+[[noreturn]] void refuse_special(const std::filesystem::path& path, const std::string& kind) {
+  fail(ErrorKind::invalid, path.string(), "a regular file to append to", kind,
+       "frugal appends only to regular files in its own folders (a FIFO would block it, a device never "
+       "end, a link lead out of the folder): remove it, then run the same command again");
+}
+
 class PosixWritableFile : public WritableFile {
  public:
   // `lock`: a duplicate of `fd` holding the owner's flock on a temporary (fs.h), kept until this
@@ -96,10 +102,21 @@ class PosixEnv : public Env {
     if (fd < 0) fail_write_errno("create", path, errno);
     return std::make_unique<PosixWritableFile>(path, fd);
   }
+  // Logs live in frugal's own folders: a FIFO there would block the open (or every append), a
+  // device take bytes without end, a link send the records out of the folder. So the open neither
+  // blocks nor follows a link, and anything but a regular file is refused before a byte is written.
   std::unique_ptr<WritableFile> new_appendable_file(const std::filesystem::path& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0 && (errno == ELOOP || errno == ENXIO))  // a link; a FIFO nobody reads
+      refuse_special(path, errno == ELOOP ? "a symbolic link" : file_kind(path));
     if (fd < 0) fail_write_errno("open for appending", path, errno);
-    return std::make_unique<PosixWritableFile>(path, fd, -1, /*whole_appends=*/true);
+    UniqueFd guard(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) fail_write_errno("stat", path, errno);
+    if (!S_ISREG(st.st_mode)) refuse_special(path, file_kind(path));
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) fail_write_errno("fcntl", path, errno);
+    return std::make_unique<PosixWritableFile>(path, guard.release(), -1, /*whole_appends=*/true);
   }
   void create_dirs(const std::filesystem::path& dir) override {
     std::error_code ec;

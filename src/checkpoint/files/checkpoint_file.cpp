@@ -1,8 +1,10 @@
 // Checkpoint file names, the payload checksum and its verification, and listing a run's
 // checkpoints: torch-free, for `frugal du` / `frugal clean` as much as for the loader.
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <string_view>
 
@@ -23,7 +25,7 @@ std::string checksum_hex(std::uint64_t h) {
 }
 
 // verify_checkpoint_file() for a header already read (so a listing parses each header once).
-std::string verify_with_header(const fs::path& path, const SafetensorsHeader& h) {
+std::string verify_with_header(const fs::path& path, const SafetensorsHeader& h, Links links) {
   auto get = [&](const char* k) {
     auto it = h.metadata.find(k);
     return it == h.metadata.end() ? std::string() : it->second;
@@ -32,11 +34,13 @@ std::string verify_with_header(const fs::path& path, const SafetensorsHeader& h)
     return "metadata \"format\" is \"" + get("format") + "\", expected \"" + kCheckpointFormat + "\"";
   if (get("version") != std::to_string(kCheckpointVersion))
     return "format version \"" + get("version") + "\" is not the supported " + std::to_string(kCheckpointVersion);
-  std::uint64_t size = fs::file_size(path);
+  UniqueFd fd = open_regular(path, links);
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) fail_errno("stat", path.string(), errno);
+  const auto size = static_cast<std::uint64_t>(info.st_size);
   if (size != h.payload_offset() + h.payload_size)
     return "file size " + std::to_string(size) + " differs from the " +
            std::to_string(h.payload_offset() + h.payload_size) + " bytes its header describes";
-  UniqueFd fd = open_read(path);
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   std::vector<char> buf(1 << 20);
@@ -99,7 +103,7 @@ std::string payload_checksum(const void* data, std::size_t n) {
 
 std::string verify_checkpoint_file(const fs::path& path) {
   try {
-    return verify_with_header(path, read_safetensors_header(path));
+    return verify_with_header(path, read_safetensors_header(path), Links::follow);
   } catch (const Error& e) {
     return e.what();
   }
@@ -110,18 +114,20 @@ std::vector<CheckpointEntry> list_checkpoints(const fs::path& run, bool verify) 
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(run, ec)) {
     auto name = parse_checkpoint_name(e.path().filename().string());
-    if (!name || !e.is_regular_file()) continue;
+    std::error_code kind_ec;
+    if (!name || e.symlink_status(kind_ec).type() == fs::file_type::directory) continue;
     CheckpointEntry c;
     c.path = e.path();
     c.name = *name;
     try {
-      auto h = read_safetensors_header(c.path);
+      // Files of the run folder itself: a link is not followed out of it, a FIFO not waited on.
+      auto h = read_safetensors_header(c.path, Links::refuse);
       auto& md = h.metadata;
       if (md.count("metric_value") && !md["metric_value"].empty()) c.metric = std::stod(md["metric_value"]);
       c.higher_is_better = md["metric_mode"] != "min";
       c.base = md["base"];
       try {
-        c.problem = verify ? verify_with_header(c.path, h) : "";
+        c.problem = verify ? verify_with_header(c.path, h, Links::refuse) : "";
       } catch (const Error& ex) {
         c.problem = ex.what();
       }

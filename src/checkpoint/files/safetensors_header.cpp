@@ -174,9 +174,9 @@ SafetensorsHeader parse_safetensors_header(const void* data, std::size_t size, c
   });
 }
 
-SafetensorsHeader read_safetensors_header(const fs::path& path) {
+SafetensorsHeader read_safetensors_header(const fs::path& path, Links links) {
   return at_parser_boundary(path.string(), "a safetensors header", [&] {
-    UniqueFd fd = open_read(path);
+    UniqueFd fd = open_regular(path, links);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) fail_errno("stat", path.string(), errno);
     const auto size = static_cast<std::uint64_t>(st.st_size);
