@@ -1,8 +1,10 @@
 // The run behind `frugal train`: data, model, resume, the epoch loop, evaluation, checkpoints,
 // metrics, and stopping resumable on a deadline or signal.
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -40,10 +42,13 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 
 // Everything one run holds; the loop below reads as the algorithm.
 //
+// The run folder is the session's alone and frugal's (claim_run_folder(), before anything in it is
+// read): locked, and refused when it holds files frugal did not write.
 // Nothing is written until training really starts (begin_writing(), after the first step of the
-// session passed the deadline's check): options, data, model, memory, disk budget, resume state
-// and the first step are all checked first, so a run refused for any of them leaves the run folder
-// as it was ("nothing was changed"), and a folder this run had to create is removed again.
+// session passed the deadline's check): options, data, model, memory, disk budget and free space,
+// resume state and the first step are all checked first, so a run refused for any of them leaves
+// the run folder as it was ("nothing was changed"), and a folder this run had to create is removed
+// again.
 class Session {
  public:
   Session(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
@@ -54,6 +59,7 @@ class Session {
 
  private:
   SessionOutcome train();
+  void claim_run_folder();
   void open_data();
   void build_model();
   void check_memory() const;
@@ -94,6 +100,8 @@ class Session {
   TrainConfig c_;  // a copy: --decode auto is resolved in it
   Env& env_;
   fs::path run_dir_;
+  std::vector<fs::path> created_;   // folders this session made for the run, deepest first
+  std::optional<FileLock> lock_;    // on the run folder, held for the session's life (rank 0)
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
   ModelInfo info_;
@@ -388,7 +396,9 @@ void Session::begin_writing() {
     env_.remove_file(run_dir_ / kMetricsFile);
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(run_dir_, ec))
-      if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) env_.remove_file(e.path());
+      if (const auto name = e.path().filename().string();
+          name.rfind("events.out.tfevents.", 0) == 0 && name.ends_with(".frugal"))  // never another writer's
+        env_.remove_file(e.path());
   }
   if (budget_) budget_->start_watcher();
   write_config();
@@ -843,37 +853,66 @@ void Session::write_config() {
   write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }
 
-// Folders from `dir` up that do not exist yet, deepest first.
-std::vector<fs::path> missing_folders(const fs::path& dir) {
-  std::vector<fs::path> out;
+// Makes `dir` and its missing parents; returns the folders this process made, deepest first (one
+// that another process made at the same moment is not this one's to remove).
+std::vector<fs::path> make_folders(const fs::path& dir) {
   std::error_code ec;
-  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-    out.push_back(p);
+  fs::path top = fs::absolute(dir, ec).lexically_normal();
+  if (!top.has_filename()) top = top.parent_path();  // "runs/a/"
+  std::vector<fs::path> missing;  // deepest first
+  for (fs::path p = top; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
     if (p == p.parent_path()) break;
   }
-  return out;
+  std::vector<fs::path> made;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0) made.insert(made.begin(), *it);
+    else if (errno != EEXIST) fail_errno("create folder", it->string(), errno);
+  }
+  return made;
+}
+
+// Two trainings of one run folder (a notebook cell run twice) would delete each other's
+// checkpoints and mix their metrics, and a folder of someone else's (a Hugging Face model folder)
+// would have its config.json and model replaced: the folder is made if missing, locked before
+// anything in it is read (the second process fails at once, exit 1, naming the first), and
+// refused when frugal did not make it (exit 2), before anything is written or --fresh removes
+// anything. Only rank 0 writes the run folder, so only rank 0 locks it.
+void Session::claim_run_folder() {
+  created_ = make_folders(run_dir_);
+  if (dist_env_ && dist_env_->rank != 0) return;
+  lock_.emplace(FileLock::lock(run_dir_, "training into this run folder"));
+  const RunFolderOwner owner = run_folder_owner(run_dir_);
+  if (owner.kind != RunFolderOwner::Kind::foreign) return;
+  std::string found;
+  for (const auto& r : owner.reasons) found += (found.empty() ? "" : "; ") + r;
+  if (owner.foreign > owner.reasons.size()) found += "; and " + std::to_string(owner.foreign - owner.reasons.size()) + " more";
+  fail(ErrorKind::usage, run_dir_.string(), "a new or empty folder, or a run folder frugal made",
+       "a folder frugal did not make (" + found + ")",
+       "train into a new or empty folder (e.g. runs/NAME); frugal would replace or delete files here; nothing was changed");
 }
 
 SessionOutcome Session::execute() {
-  const auto created = missing_folders(run_dir_);
   try {
     return train();
   } catch (...) {
     // Refused before training started: leave no folder behind that this run made (only empty
-    // ones go; rmdir refuses anything else).
+    // ones go; rmdir refuses anything else). The lock is still held, so no other training has
+    // begun to use the folder.
     if (!writing_)
-      for (const auto& p : created) ::rmdir(p.c_str());
+      for (const auto& p : created_) ::rmdir(p.c_str());
     throw;
   }
 }
 
 SessionOutcome Session::train() {
+  dist_env_ = dist_env();
+  claim_run_folder();
   if (c_.deadline) {
     deadline_ = Deadline::start(*c_.deadline, env_);
     deadline_->check_time_left();
   }
   if (c_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
-  dist_env_ = dist_env();
   if (dist_env_ && dist_env_->rank != 0) Progress::set_quiet(true);  // rank 0 speaks for the run
   open_data();
   build_model();
