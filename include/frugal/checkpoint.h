@@ -211,6 +211,15 @@ class CheckpointManager {
   // room. Says what budget would fit. No-op without a DiskBudget.
   void require_room_for_run(std::uint64_t weight_bytes, std::uint64_t state_bytes, std::uint64_t log_bytes);
 
+  // Bytes the next save needs free on the disk, budget or not: a full checkpoint beside the last
+  // good one (which stays until the new one is committed), a new best.safetensors beside the old,
+  // and `log_bytes`.
+  std::uint64_t room_for_save(std::uint64_t weight_bytes, std::uint64_t state_bytes, std::uint64_t log_bytes) const;
+  // Before training: throws Error(budget) (exit 4, nothing was changed) when the file system holding
+  // the run has less than room_for_save() free, saying how much to free. A rerun on a disk that is
+  // still full is refused here instead of training and failing at its first save again.
+  void require_free_space(std::uint64_t weight_bytes, std::uint64_t state_bytes, std::uint64_t log_bytes);
+
   // Step of the newest checkpoint written or loaded and verified, which a rerun resumes from;
   // none when there is none (a rerun would start over). Thread-safe.
   std::optional<std::int64_t> resumable_step() const;

@@ -164,6 +164,27 @@ void CheckpointManager::require_room_for_run(std::uint64_t weight_bytes, std::ui
        format_size(have) + " for this run", fix + "train a smaller model or image size; nothing was trained");
 }
 
+std::uint64_t CheckpointManager::room_for_save(std::uint64_t weight_bytes, std::uint64_t state_bytes,
+                                               std::uint64_t log_bytes) const {
+  const std::uint64_t full = allocated_bytes(run_, weight_bytes + state_bytes + kHeaderAllowance);
+  const std::uint64_t best = options_.write_best ? allocated_bytes(run_, weight_bytes + kHeaderAllowance) : 0;
+  return full + best + log_bytes;
+}
+
+void CheckpointManager::require_free_space(std::uint64_t weight_bytes, std::uint64_t state_bytes,
+                                           std::uint64_t log_bytes) {
+  const std::uint64_t need = room_for_save(weight_bytes, state_bytes, log_bytes);
+  const std::uint64_t have = env_.free_space(run_);
+  if (have >= need) return;
+  const std::uint64_t full = allocated_bytes(run_, weight_bytes + state_bytes + kHeaderAllowance);
+  fail(ErrorKind::budget, run_.string(),
+       format_size(need) + " free on its disk for the next save (a checkpoint of " + format_size(full) +
+           (options_.write_best ? ", best.safetensors and logs)" : " and logs)"),
+       format_size(have) + " free",
+       "free at least " + format_size(need - have) +
+           " (frugal du, frugal clean, or other files of yours), then run the same command again; nothing was changed");
+}
+
 void CheckpointManager::set_disk_budget(DiskBudget* budget) {
   budget_ = budget;
   if (budget_) budget_->set_evictable([this] { return evictable(); });

@@ -86,6 +86,9 @@ class Session {
   int world() const { return dist_ ? dist_->world() : 1; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * world(); }
   void check_disk_budget();
+  void check_free_space();
+  void note_save(const SaveResult& r);
+  std::string room_hint() const;
   bool may_write(std::uint64_t bytes, const char* what);
   void append_metrics(const std::string& line);
   void log_scalar(const char* tag, double value);
@@ -133,6 +136,8 @@ class Session {
   fs::path resume_file_;       // the checkpoint resumed from (its file name)
   std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
+  std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured before training
+  std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
 
   std::int64_t start_epoch_ = 0, start_position_ = 0, global_step_ = 0, steps_per_epoch_ = 0, total_steps_ = 0;
   std::int64_t session_steps_ = 0;
@@ -442,13 +447,34 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
 // Before training: a budget that cannot keep the run resumable is exit 4 now, rather than a run
 // that saves nothing a rerun can continue from (or ends over its budget).
 void Session::check_disk_budget() {
-  if (!budget_) return;
-  std::uint64_t weights = 0, state = 0;
-  for (const auto& [name, t] : state_dict(*model_)) weights += t.nbytes();
-  for (const auto& [name, t] : optimizer_state(*opt_.optimizer, param_names(opt_))) state += t.nbytes();
-  for (const auto& [name, t] : scaler_->state()) state += t.nbytes();
-  state += cpu_rng_state().nbytes();
-  manager_->require_room_for_run(weights, state, kLogReserve);
+  weight_bytes_ = state_bytes_ = 0;
+  for (const auto& [name, t] : state_dict(*model_)) weight_bytes_ += t.nbytes();
+  for (const auto& [name, t] : optimizer_state(*opt_.optimizer, param_names(opt_))) state_bytes_ += t.nbytes();
+  for (const auto& [name, t] : scaler_->state()) state_bytes_ += t.nbytes();
+  state_bytes_ += cpu_rng_state().nbytes();
+  if (budget_) manager_->require_room_for_run(weight_bytes_, state_bytes_, kLogReserve);
+}
+
+// Before training, budget or not: a disk that cannot take the next checkpoint is exit 4 now (a
+// rerun after a full disk stopped the run), not a session that trains and fails at its first save.
+void Session::check_free_space() {
+  if (rank0()) manager_->require_free_space(weight_bytes_, state_bytes_, kLogReserve);
+}
+
+// A save that found no room (the disk full, or nothing left within the budget) ends the session at
+// the next step, resumable from the last checkpoint saved: training on would only redo steps that
+// no save can keep, and each rerun would train them again.
+void Session::note_save(const SaveResult& r) {
+  if (r.status == SaveResult::Status::disk_full)
+    no_room_ = "disk full";
+  else if (r.status == SaveResult::Status::skipped_no_room || r.status == SaveResult::Status::weights_only)
+    no_room_ = budget_ && budget_->options().limit ? "no room within {disk_budget}" : "no room on the disk";
+}
+
+std::string Session::room_hint() const {
+  return "free at least " + format_size(manager_->room_for_save(weight_bytes_, state_bytes_, kLogReserve)) +
+         " on the disk of " + run_dir_.string() + " (frugal du, frugal clean)" +
+         (budget_ && budget_->options().limit ? " or raise {disk_budget}" : "");
 }
 
 // Logs ask the disk budget too; without room a record is dropped (one warning), not the run.
@@ -512,7 +538,9 @@ SessionOutcome Session::stopped() {
   }
   if (step) {
     note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(*step) +
-         " (the last checkpoint saved) and redoes the steps after it; run the same command again to continue");
+         " (the last checkpoint saved) and redoes the steps after it; " +
+         (no_room_.empty() ? std::string() : room_hint() + ", then ") +
+         "run the same command again to continue");
     return out;
   }
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
@@ -534,10 +562,12 @@ void Session::save(const Checkpoint& ckpt, bool wait) {
   begin_writing();
   wait = wait || (deadline_ && whole_save_seconds_ < 0);
   auto t0 = env_.steady_now();
+  note_save(writer_->wait());  // the previous save's result, which submit() would not tell
   writer_->submit(ckpt);
   if (wait) {
     auto r = writer_->wait();  // what a rerun resumes from is decided by stopped()
     if (!r.message.empty()) note(r.message);
+    note_save(r);
   }
   last_save_ = env_.steady_now();
   double secs = seconds_since(t0, last_save_);
@@ -547,6 +577,11 @@ void Session::save(const Checkpoint& ckpt, bool wait) {
 }
 
 bool Session::should_stop(bool eval_due) {
+  if (rank0() && writer_ && !writer_->busy()) note_save(writer_->wait());  // a background save done
+  if (!no_room_.empty()) {
+    stop_reason_ = no_room_;
+    return true;
+  }
   if (signals_.stop_requested()) {
     stop_reason_ = std::string("signal ") + SignalGuard::signal_name(signals_.signal_number());
     return true;
@@ -961,6 +996,8 @@ SessionOutcome Session::train() {
     fail(ErrorKind::usage, "a time budget with " + count(c_.epochs, "epoch", "epochs"),
          "epochs auto: the budget decides how many", std::to_string(c_.epochs) + " epochs",
          "leave the number of epochs out (or auto) to plan them for the budget, or leave out the budget");
+  if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
+    check_free_space();  // a run with nothing left to train saves nothing
   if (dist_ && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
   if (dist_) {
@@ -987,13 +1024,16 @@ SessionOutcome Session::train() {
     auto r = writer_->wait();
     if (!r.message.empty()) note(r.message);
     saved = r.status != SaveResult::Status::skipped_no_room && r.status != SaveResult::Status::disk_full;
+    if (!saved) note_save(r);
   }
   if (dist_) saved = from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
-  // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best.
-  if (!saved)
-    fail(ErrorKind::budget, run_dir_.string(), "the final weights saved",
-         rank0() ? "no room for them (" + manager_->resumable_from() + ")" : std::string("no room for them on rank 0"),
-         "free space (frugal du, frugal clean) or raise {disk_budget}, then run the same command again");
+  // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best. When
+  // they are not, the run stops resumable from the last checkpoint saved (exit 75), or is a budget
+  // failure when none was.
+  if (!saved) {
+    stop_reason_ = rank0() ? no_room_ : "no room on rank 0";
+    return stopped();
+  }
   log_->done();
   return {SessionOutcome::Status::done, global_step_, global_step_};
 }

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
 
 #include "../budget/fault_env.h"
+#include "frugal/checkpoint_files.h"
 #include "frugal/error.h"
+#include "frugal/fs.h"
 #include "frugal/pack.h"
 #include "frugal/progress.h"
 #include "frugal/train.h"
@@ -314,6 +317,152 @@ TEST_F(SessionTest, FreshRemovesTheOldMetricsAndEvents) {
   ASSERT_EQ(train_session(c, env).status, SessionOutcome::Status::done);
   EXPECT_EQ(lines_of(run / "metrics.jsonl").size(), 1u) << "the old run's lines are still there";
   EXPECT_FALSE(fs::exists(run / "events.out.tfevents.1.old.frugal"));
+}
+
+// Everything in a folder, name -> bytes: what "left as it was" compares.
+std::map<std::string, std::string> contents(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : listing(dir)) {
+    std::ifstream in(dir / n, std::ios::binary);
+    out[n] = std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  return out;
+}
+
+// A notebook cell run twice: the second training of a run folder fails at once, naming the
+// process that holds it, and reads or writes nothing there.
+TEST_F(SessionTest, ARunFolderInUseByAnotherTrainingIsRefusedAndLeftAsItWas) {
+  const fs::path run = dir_ / "run";
+  {
+    RunEnv env;
+    ASSERT_EQ(train_session(small_config(data_, run), env).status, SessionOutcome::Status::done);
+  }
+  const auto before = contents(run);
+  FileLock held = FileLock::lock(run, "the test");  // as the first training holds it
+  for (bool fresh : {false, true}) {
+    TrainConfig c = small_config(data_, run);
+    c.fresh = fresh;
+    c.lr = 0.5;  // a changed option is not even looked at
+    RunEnv env;
+    try {
+      train_session(c, env);
+      ADD_FAILURE() << "trained into a run folder in use";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::io) << e.what();
+      // (The holder's pid is named only when it is another process: tests/cli/train_concurrency.sh.)
+      EXPECT_NE(std::string(e.what()).find("in use by another frugal process"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(env.ops, 0) << "wrote through its Env";
+    EXPECT_EQ(contents(run), before);
+  }
+}
+
+// A Hugging Face model folder given as --run: refused before anything is written, --fresh's
+// removals included, every file as it was.
+TEST_F(SessionTest, AFolderFrugalDidNotMakeIsRefusedAndLeftAsItWas) {
+  const fs::path hub = dir_ / "vit-base";
+  fs::create_directory(hub);
+  std::ofstream(hub / "config.json") << R"({"architectures": ["ViTForImageClassification"]})";
+  std::ofstream(hub / "model.safetensors") << "weights";
+  std::ofstream(hub / "metrics.jsonl") << "{\"eval_loss\": 0.3}\n";
+  std::ofstream(hub / "events.out.tfevents.1700000000.host.42.0") << "tb";
+  const auto before = contents(hub);
+  for (bool fresh : {false, true}) {
+    TrainConfig c = small_config(data_, hub);
+    c.fresh = fresh;
+    RunEnv env;
+    try {
+      train_session(c, env);
+      ADD_FAILURE() << "trained into " << hub;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage) << e.what();
+      const std::string what = e.what();
+      for (const char* part : {"config.json is not a frugal run configuration", "model.safetensors",
+                               "a new or empty folder", "nothing was changed"})
+        EXPECT_NE(what.find(part), std::string::npos) << part << " not in: " << what;
+    }
+    EXPECT_EQ(contents(hub), before);
+  }
+}
+
+// metrics.jsonl as a link out of the run folder: bad input naming it, before anything is written;
+// the file outside is not appended to.
+TEST_F(SessionTest, AMetricsFileLinkingOutOfTheRunFolderIsRefusedBeforeTraining) {
+  const fs::path run = dir_ / "run";
+  fs::create_directory(run);
+  std::ofstream(run / "config.json") << R"({"format": "frugal-run-config", "version": 1})";
+  std::ofstream(dir_ / "elsewhere.jsonl") << "theirs\n";
+  fs::create_symlink(dir_ / "elsewhere.jsonl", run / "metrics.jsonl");
+  const auto before = contents(run);
+  RunEnv env;
+  try {
+    train_session(small_config(data_, run), env);
+    ADD_FAILURE() << "trained with metrics.jsonl linking out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+    EXPECT_NE(std::string(e.what()).find((run / "metrics.jsonl").string() + ": expected a regular file"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(contents(run), before);
+  EXPECT_EQ(lines_of(dir_ / "elsewhere.jsonl"), std::vector<std::string>{"theirs"});
+}
+
+// The disk fills once the run has a good checkpoint: the session stops resumable from it (exit 75)
+// instead of training on and ending in a budget failure; a rerun while the disk is still full is a
+// budget refusal before any training (nothing changed); once there is room it resumes and finishes.
+TEST_F(SessionTest, ADiskThatFillsAfterAGoodCheckpointStopsResumableAndARerunWaitsForRoom) {
+  // Every checkpoint after the first finds the disk full.
+  class FullAfterFirstCheckpoint : public RunEnv {
+   public:
+    std::atomic<int> published = 0, refused = 0;
+    std::unique_ptr<WritableFile> new_writable_file(const fs::path& path) override {
+      if (published > 0 && path.filename().string().rfind("ckpt-", 0) == 0) {
+        ++refused;
+        throw DiskFullError(path.string() + ": injected ENOSPC");
+      }
+      return RunEnv::new_writable_file(path);
+    }
+    void rename_file(const fs::path& from, const fs::path& to) override {
+      RunEnv::rename_file(from, to);
+      if (to.filename().string().rfind("ckpt-", 0) == 0) ++published;
+    }
+  };
+  const fs::path run = dir_ / "run";
+  TrainConfig c = small_config(data_, run);
+  c.epochs = 4;
+  FullAfterFirstCheckpoint full;
+  SessionOutcome out = train_session(c, full);
+  ASSERT_GE(full.refused, 1) << "the full disk was never met";
+  EXPECT_EQ(out.status, SessionOutcome::Status::stopped_resumable);
+  const auto saved = checkpoints(run);
+  ASSERT_EQ(saved.size(), 1u);
+  const std::int64_t first = parse_checkpoint_name(saved[0].filename().string())->step;
+  EXPECT_EQ(out.resumable_step, first);
+  EXPECT_GT(out.step, first);
+  EXPECT_LT(out.step, 4 * first) << "trained every epoch on a full disk";
+
+  // The same command while the disk is still full: refused before training.
+  const auto before = contents(run);
+  {
+    RunEnv still_full;
+    still_full.free_bytes = 64 << 10;
+    try {
+      train_session(c, still_full);
+      ADD_FAILURE() << "trained on a full disk";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
+      const std::string what = e.what();
+      EXPECT_NE(what.find("free on its disk for the next save"), std::string::npos) << what;
+      EXPECT_NE(what.find("nothing was changed"), std::string::npos) << what;
+    }
+    EXPECT_EQ(contents(run), before);
+  }
+  // Room again: it resumes from the good checkpoint and finishes.
+  RunEnv room;
+  SessionOutcome done = train_session(c, room);
+  EXPECT_EQ(done.status, SessionOutcome::Status::done);
+  EXPECT_EQ(done.step, 4 * first);
+  EXPECT_EQ(nlohmann::json::parse(lines_of(run / "metrics.jsonl").back())["epoch"], 4);
 }
 
 TEST_F(SessionTest, OneClassIsRefusedAsBadInput) {
