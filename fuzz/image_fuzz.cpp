@@ -1,7 +1,8 @@
 // Any bytes through the decoders and the loader's decode+transform step: they must either
 // produce an image of the promised shape or throw frugal::Error, never crash or over-allocate
 // (the pixel limit is kept small so a forged header cannot ask for gigabytes). The region decoder
-// also runs with libjpeg's own entropy decoder: both must end the same way, with the same pixels.
+// also runs with libjpeg's own entropy decoder: both must end the same way, with the same pixels;
+// PNGs also go through the reduced (row by row) decoder.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -53,6 +54,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (fast_ok && (r.x0 < 0 || r.y0 < 0 || r.x1 > region.width + 1e-9 || r.y1 > region.height + 1e-9 ||
                       region.pixels.size() !=
                           static_cast<std::size_t>(region.width) * region.height * region.channels))
+        __builtin_trap();
+    }
+  } catch (const frugal::Error&) {
+  }
+  try {
+    // Row-by-row reduced PNG decoding (png_decode_reduced), on a box and factor from the input.
+    frugal::ImageInfo info = frugal::read_image_info(bytes, "fuzz", max_pixels);
+    if (info.format == frugal::ImageFormat::png && size >= 5) {
+      frugal::CropBox b;
+      b.x = data[size - 2] % info.width;
+      b.y = data[size - 3] % info.height;
+      b.width = 1 + data[size - 4] % (info.width - b.x);
+      b.height = 1 + (data[size - 2] ^ data[size - 4]) % (info.height - b.y);
+      const int factor = 1 + data[size - 5] % 8;
+      frugal::DecodeOptions o;
+      o.max_pixels = max_pixels;
+      o.channels = (knob & 3) == 1 ? 1 : (knob & 3) == 2 ? 3 : 0;
+      frugal::Image region;
+      const frugal::detail::ReducedRegion r = frugal::detail::png_decode_reduced(bytes, b, factor, o, "fuzz", region);
+      if (r.x0 < 0 || r.y0 < 0 || r.x1 > region.width + 1e-9 || r.y1 > region.height + 1e-9 ||
+          region.pixels.size() != static_cast<std::size_t>(region.width) * region.height * region.channels)
         __builtin_trap();
     }
   } catch (const frugal::Error&) {

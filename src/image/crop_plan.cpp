@@ -6,6 +6,7 @@
 
 #include "frugal/error.h"
 #include "frugal/image.h"
+#include "image/codecs.h"
 #include "image/resize.h"
 
 namespace frugal {
@@ -139,6 +140,35 @@ void apply_crop_plan(const Image& in, const CropPlan& p, Image& tmp, Image& out)
   }
 }
 
+namespace {
+
+// The integer factor a PNG is reduced by while decoding for `plan`: the largest that keeps the
+// plan's box at least twice the size it is resized to on each side (so the antialiased resize
+// after it still does most of the filtering, and the result stays within a level or two of a full
+// decode's), 1 when none does.
+int png_reduction(const CropPlan& p) {
+  const int want_w = 2 * std::max(1, p.resize_w), want_h = 2 * std::max(1, p.resize_h);
+  return std::max(1, std::min(p.box.width / want_w, p.box.height / want_h));
+}
+
+// apply_crop_plan on a region that holds the plan's box at [x0, x1) x [y0, y1) of its pixels
+// (a reduced decode), instead of on the image the plan was drawn for.
+void apply_crop_plan_to_region(const detail::ImageView& region, double x0, double y0, double x1, double y1,
+                               const CropPlan& p, Image& tmp, Image& out) {
+  ResizeSpec s = resize_spec(p);
+  s.x0 = x0, s.y0 = y0, s.x1 = x1, s.y1 = y1;
+  if (p.kind != CropPlan::Kind::padded_crop) {
+    detail::resize_window(region, s, out);
+    return;
+  }
+  s.mirror = false;
+  detail::resize_window(region, s, tmp);
+  pad_crop(tmp, p.pad, p.pad_x, p.pad_y, p.window.width, p.window.height, out);
+  if (p.flip) flip_horizontal(out);
+}
+
+}  // namespace
+
 void resize_center_crop(const Image& in, int shorter, int size, Image& out) {
   CropPlan p;
   center_geometry(in.width, in.height, shorter, size, p);
@@ -160,7 +190,24 @@ void decode_transform(std::span<const std::uint8_t> bytes, const TransformOption
   DecodeOptions d;
   d.channels = t.channels;
   d.max_pixels = max_pixels;
-  if (sniff_format(bytes) != ImageFormat::jpeg || t.small) {
+  const ImageFormat format = sniff_format(bytes);
+  if (format == ImageFormat::png) {
+    // The plan on the header's geometry; an image much larger than what the plan keeps is reduced
+    // while it is decoded (png_decode_reduced), so a 9400 x 9400 PNG costs a few MB, not 265.
+    ImageInfo info = read_image_info(bytes, where, max_pixels);
+    const CropPlan plan = plan_crop(t, seed, info.width, info.height);
+    const int factor = png_reduction(plan);
+    if (factor < 2) {
+      decode_image(bytes, d, where, scratch);
+      transform_image(scratch, t, seed, out);
+      return;
+    }
+    const detail::ReducedRegion r = detail::png_decode_reduced(bytes, plan.box, factor, d, where, scratch);
+    Image tmp;
+    apply_crop_plan_to_region(detail::view_of(scratch), r.x0, r.y0, r.x1, r.y1, plan, tmp, out);
+    return;
+  }
+  if (format != ImageFormat::jpeg || t.small) {
     decode_image(bytes, d, where, scratch);
     transform_image(scratch, t, seed, out);
     return;

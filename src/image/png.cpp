@@ -1,10 +1,13 @@
 // PNG through libspng. Decoding: alpha is dropped (not composited), palettes expanded and 16-bit
-// samples reduced to their high byte, as PIL's convert("RGB") does. Encoding: 8-bit gray or RGB.
+// samples reduced to their high byte, as PIL's convert("RGB") does; whole, or row by row into the
+// reduced blocks of a crop (png_decode_reduced). Encoding: 8-bit gray or RGB.
 #include <spng.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "frugal/error.h"
 #include "image/codecs.h"
@@ -85,6 +88,87 @@ void png_decode(std::span<const std::uint8_t> bytes, const DecodeOptions& option
   for (std::size_t i = 0; i < pixels; ++i, in += 3)
     out.pixels[i] = gray ? in[0]
                          : static_cast<std::uint8_t>((in[0] * 19595 + in[1] * 38470 + in[2] * 7471 + 0x8000) >> 16);
+}
+
+ReducedRegion png_decode_reduced(std::span<const std::uint8_t> bytes, const CropBox& box, int factor,
+                                 const DecodeOptions& options, const std::string& where, Image& out) {
+  spng_ihdr ihdr{};
+  Ctx ctx = open_png(bytes, where, ihdr, options.max_pixels);
+  const int w = static_cast<int>(ihdr.width), h = static_cast<int>(ihdr.height);
+  if (factor < 1 || box.width < 1 || box.height < 1 || box.x < 0 || box.y < 0 || box.x > w - box.width ||
+      box.y > h - box.height)
+    fail(ErrorKind::usage, "png_decode_reduced", "a box inside the " + std::to_string(w) + "x" + std::to_string(h) +
+         " image and a factor of at least 1", "a box at " + std::to_string(box.x) + "," + std::to_string(box.y) +
+         " of " + std::to_string(box.width) + "x" + std::to_string(box.height) + ", factor " + std::to_string(factor), "");
+  const bool gray = is_gray(ihdr);
+  const int C = options.channels ? options.channels : (gray ? 1 : 3);
+  // Gray of 8 bits or less is read as gray; everything else as RGB (palettes expanded, alpha
+  // dropped, 16 bits to their high byte), made gray per pixel where one channel is wanted.
+  const bool read_gray = gray && ihdr.bit_depth <= 8 && ihdr.color_type == SPNG_COLOR_TYPE_GRAYSCALE;
+  const int fmt = read_gray ? SPNG_FMT_G8 : SPNG_FMT_RGB8;
+  const int in_c = read_gray ? 1 : 3;
+
+  ReducedRegion r;
+  r.factor = factor;
+  r.first_x = box.x / factor;
+  r.first_y = box.y / factor;
+  const int end_x = (box.x + box.width + factor - 1) / factor, end_y = (box.y + box.height + factor - 1) / factor;
+  const int ow = end_x - r.first_x, oh = end_y - r.first_y;
+  r.x0 = static_cast<double>(box.x) / factor - r.first_x;
+  r.y0 = static_cast<double>(box.y) / factor - r.first_y;
+  r.x1 = static_cast<double>(box.x + box.width) / factor - r.first_x;
+  r.y1 = static_cast<double>(box.y + box.height) / factor - r.first_y;
+  const int sx0 = r.first_x * factor, sx1 = std::min(w, end_x * factor);  // source columns kept
+  const int sy0 = r.first_y * factor, sy1 = std::min(h, end_y * factor);
+
+  // Sums per block: (oh, ow, C) 32-bit, enough for 255 x factor^2 while factor <= 4096.
+  if (factor > 4096) fail(ErrorKind::usage, "png_decode_reduced", "a factor of at most 4096", std::to_string(factor), "");
+  std::vector<std::uint32_t> sum(static_cast<std::size_t>(ow) * oh * C, 0);
+  std::vector<std::uint8_t> row(static_cast<std::size_t>(w) * in_c);
+  int rc = spng_decode_image(ctx.get(), nullptr, 0, fmt, SPNG_DECODE_PROGRESSIVE);
+  if (rc) fail_png(rc, where);
+  // Adam7's passes: which columns of a row each one carries.
+  static constexpr int kPassX0[7] = {0, 4, 0, 2, 0, 1, 0}, kPassStep[7] = {8, 8, 4, 4, 2, 2, 1};
+  const bool interlaced = ihdr.interlace_method != 0;
+  for (;;) {
+    spng_row_info info{};
+    rc = spng_get_row_info(ctx.get(), &info);
+    if (rc) break;
+    rc = spng_decode_row(ctx.get(), row.data(), row.size());
+    if (rc && rc != SPNG_EOI) break;
+    const int y = static_cast<int>(info.row_num);
+    if (y >= sy0 && y < sy1) {
+      const int x_first = interlaced ? kPassX0[std::clamp(info.pass, 0, 6)] : 0;
+      const int step = interlaced ? kPassStep[std::clamp(info.pass, 0, 6)] : 1;
+      int x = x_first + (sx0 > x_first ? (sx0 - x_first + step - 1) / step * step : 0);
+      std::uint32_t* block_row = sum.data() + static_cast<std::size_t>(y / factor - r.first_y) * ow * C;
+      for (; x < sx1; x += step) {
+        const std::uint8_t* px = row.data() + static_cast<std::size_t>(x) * in_c;
+        std::uint32_t* acc = block_row + static_cast<std::size_t>(x / factor - r.first_x) * C;
+        if (C == in_c) {
+          for (int c = 0; c < C; ++c) acc[c] += px[c];
+        } else if (C == 3) {  // gray read, RGB wanted
+          acc[0] += px[0], acc[1] += px[0], acc[2] += px[0];
+        } else {  // RGB read (or gray through RGB), gray wanted: PIL's luma, as png_decode
+          acc[0] += gray ? px[0] : (px[0] * 19595 + px[1] * 38470 + px[2] * 7471 + 0x8000) >> 16;
+        }
+      }
+    }
+    if (rc == SPNG_EOI) break;
+  }
+  if (rc != SPNG_EOI) fail_png(rc, where);
+  out.resize(ow, oh, C);
+  for (int j = 0; j < oh; ++j) {
+    const int rows = std::min(h, (r.first_y + j + 1) * factor) - (r.first_y + j) * factor;
+    for (int i = 0; i < ow; ++i) {
+      const int cols = std::min(w, (r.first_x + i + 1) * factor) - (r.first_x + i) * factor;
+      const std::uint32_t n = static_cast<std::uint32_t>(rows * cols);
+      const std::uint32_t* acc = sum.data() + (static_cast<std::size_t>(j) * ow + i) * C;
+      std::uint8_t* dst = out.row(j) + static_cast<std::size_t>(i) * C;
+      for (int c = 0; c < C; ++c) dst[c] = static_cast<std::uint8_t>((acc[c] + n / 2) / n);
+    }
+  }
+  return r;
 }
 
 }  // namespace frugal::detail

@@ -63,13 +63,19 @@ rgba = rgb.copy(); rgba.putalpha(Image.fromarray((photo(131, 97)[:, :, 0])))
 save("rgba.png", rgba, "PNG")
 save("la.png", rgba.convert("LA"), "PNG")
 
-def png16(name, a, color_type):
+# Written by hand: PIL writes neither 16-bit RGB nor Adam7-interlaced PNGs.
+ADAM7 = [(0, 0, 8, 8), (0, 4, 8, 8), (4, 0, 8, 4), (0, 2, 4, 4), (2, 0, 4, 2), (0, 1, 2, 2), (1, 0, 2, 1)]
+
+def png_raw(name, a, depth, color_type, interlace=0):
     h, w = a.shape[:2]
-    raw = b"".join(b"\x00" + a[y].astype(">u2").tobytes() for y in range(h))
+    def rows(img): return b"".join(b"\x00" + img[y].astype(">u2" if depth == 16 else "u1").tobytes() for y in range(img.shape[0]))
+    raw = b"".join(rows(a[y0::ys, x0::xs]) for y0, x0, ys, xs in ADAM7 if y0 < h and x0 < w) if interlace else rows(a)
     def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, color_type, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color_type, 0, 0, interlace))
+            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
     (out / f"{name}.png").write_bytes(data)
+
+def png16(name, a, color_type): png_raw(name, a, 16, color_type)
 
 a16 = (photo(131, 97).astype(np.uint16) * 257 + rng.integers(0, 257, (97, 131, 3))).astype(np.uint16)
 png16("rgb16", a16, 2)
@@ -77,6 +83,18 @@ write_ref("rgb16", Image.open(out / "rgb16.png"), modes=("RGB",))
 png16("gray16", a16[:, :, 0], 0)
 write_raw("gray16", "l", (a16[:, :, 0] >> 8).astype(np.uint8))
 write_raw("gray16", "rgb", np.repeat((a16[:, :, 0] >> 8).astype(np.uint8)[:, :, None], 3, 2))
+
+# Large PNGs for the reduced decode (png_decode_reduced): 16-bit RGB, 8-bit Adam7, 8-bit gray. The
+# references are frugal's own full decodes (the test compares the two paths).
+big = photo(1003, 755)
+png_raw("big_rgb16", big.astype(np.uint16) * 257 + rng.integers(0, 257, big.shape).astype(np.uint16), 16, 2)
+png_raw("big_adam7", big, 8, 2, interlace=1)
+png_raw("big_gray", big[:, :, 1], 8, 0)
+# 4000 x 3000, 16-bit RGB (72 MB of samples, a few on disk): what a full decode holds is 36 MB.
+y, x = np.mgrid[0:3000, 0:4000].astype(np.float32)
+huge = np.stack([32768 + 30000 * np.sin(x / 40.0), 65535 * x / 4000, 32768 + 30000 * np.cos(y / 55.0)], -1)
+png_raw("huge_rgb16", huge.astype(np.uint16), 16, 2)
+del x, y, huge
 
 # Resize references on the decoded PNG (lossless, so the input is exact).
 src = Image.open(out / "rgb.png").convert("RGB")
