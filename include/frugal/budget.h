@@ -77,8 +77,8 @@ struct DiskBudgetOptions {
 //      never the one being written now, never another live process's, never a partial join),
 //   2. files that the evictable callback lists (checkpoints retention no longer needs), oldest
 //      first, one at a time until there is room.
-// When that is not enough it returns false and removes nothing more: the caller then skips this
-// save loudly and goes on, or stops resumable (75) only when a rerun continues from a checkpoint.
+// When that is not enough it returns false and removes nothing more: the trainer then stops at the
+// next step, resumable (75) when a rerun continues from a checkpoint saved earlier, else exit 4.
 class DiskBudget {
  public:
   DiskBudget(std::filesystem::path workspace, DiskBudgetOptions options, Env& env = Env::real());

@@ -49,7 +49,9 @@ class Env {
   // exclusively and owned (create_owned_temp) until the file object is destroyed.
   virtual std::unique_ptr<WritableFile> new_writable_file(const std::filesystem::path& path) = 0;
   // Opens `path` for appending (O_APPEND), creating it if missing; existing content is kept.
-  // For logs of records (metrics.jsonl, TensorBoard events): see WritableFile::append.
+  // For logs of records (metrics.jsonl, TensorBoard events): see WritableFile::append. Opened
+  // O_NOFOLLOW|O_NONBLOCK: anything but a regular file there (a FIFO, a device, a link out of the
+  // folder) is Error(invalid), never waited on or written through.
   virtual std::unique_ptr<WritableFile> new_appendable_file(const std::filesystem::path& path) = 0;
   // mkdir -p: creates `dir` and its missing parents; an existing folder is not an error.
   virtual void create_dirs(const std::filesystem::path& dir) = 0;

@@ -304,7 +304,7 @@ std::vector<std::string> learning_changes(const nlohmann::json& saved, const nlo
 struct SessionOutcome {
   enum class Status {
     done,               // every epoch trained, the final weights saved
-    stopped_resumable,  // deadline or signal: a rerun of the same command continues (CLI exit 75)
+    stopped_resumable,  // deadline, signal, or no room for a checkpoint: a rerun of the same command continues (exit 75)
   } status = Status::done;
   std::int64_t step = 0;             // optimizer steps done when it ended
   std::int64_t resumable_step = -1;  // stopped: the checkpoint a rerun continues from

@@ -270,9 +270,9 @@ std::optional<FileLock> FileLock::try_lock(const std::filesystem::path& path) {
 FileLock FileLock::lock(const std::filesystem::path& path, const std::string& doing) {
   if (auto l = try_lock(path)) return std::move(*l);
   const std::string who = holder(path);
-  fail(ErrorKind::io, path.string(), "", "",
-       "in use by another frugal process" + (who.empty() ? std::string() : " (" + who + ")") + "; " + doing +
-           " waits for it to end: let it finish or stop it, then run the same command again");
+  throw Error(ErrorKind::io, path.string() + ": in use by another frugal process" +
+                                 (who.empty() ? std::string() : " (" + who + ")") + "; " + doing +
+                                 " waits for it to end: let it finish or stop it, then run the same command again");
 }
 
 std::string FileLock::holder(const std::filesystem::path& path) {

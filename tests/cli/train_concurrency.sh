@@ -4,7 +4,8 @@
 # nothing there; the first goes on and its checkpoints, config and metrics are all its own (the
 # first is held stopped while the second runs, so the overlap is certain, not a race). A --run into
 # a folder frugal did not make (a Hugging Face model folder) is refused (exit 2) naming its files,
-# with and without --fresh, every file as it was.
+# with and without --fresh, every file as it was. compress and export -o into a run folder being
+# trained wait their turn the same way.
 source "$(dirname "$0")/lib/common.sh"
 needs_python numpy PIL
 needs_commands frugal frugal-torch
@@ -43,6 +44,13 @@ expect_msg "...and what to do" "let it finish or stop it, then run the same comm
 check "...reading or writing nothing in the folder" '[ "$(snapshot "$t/run")" == "$before" ]'
 expect_exit "--fresh is refused the same way" 1 train --run "$t/run" --lr 0.05 --seed 2 --fresh
 check "...and removes nothing" '[ "$(snapshot "$t/run")" == "$before" ]'
+
+# Commands that write a file into a run folder take its lock too.
+expect_exit "compress -o into the run folder being trained waits its turn (exit 1)" 1 \
+  frugal compress "$t/run" -o "$t/run/small.safetensors" --quantize int8
+expect_msg "...naming the training" "in use by another frugal process (pid $pid"
+expect_exit "export -o into it likewise" 1 frugal export "$t/run" --format onnx -o "$t/run/model.onnx"
+check "...writing nothing there" '[ "$(snapshot "$t/run")" == "$before" ]'
 
 kill -CONT $pid
 rc=0

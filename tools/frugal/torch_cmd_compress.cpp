@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "run_lock.h"
 #include "frugal/checkpoint.h"
 #include "frugal/compress.h"
 #include "frugal/error.h"
@@ -111,6 +112,7 @@ int cmd_compress(int argc, char** argv) {
     }
   }
   const double sparsity = zero_fraction(*before.model);
+  const auto run_lock = lock_run_folder_of(out, "writing a compressed model into this run folder");
   save_compressed_model(out, before.info, *before.model, options);
 
   // Measure what was written, read back as eval/predict will read it.

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "run_lock.h"
 #include "frugal/checkpoint.h"
 #include "frugal/compress.h"
 #include "frugal/error.h"
@@ -26,6 +27,7 @@ int cmd_export(int argc, char** argv) {
 
   auto loaded = load_model_any(ckpt);
   const ModelFileSummary source = summarize_model_file(ckpt);
+  const auto run_lock = lock_run_folder_of(out, "exporting into this run folder");
   export_onnx(loaded.info, *loaded.model, out);
   const auto bytes = std::filesystem::file_size(out);
   // ONNX gets the weights as the model computes with them, dense float32: a compressed model's
