@@ -97,7 +97,7 @@ TEST_F(UntrustedNames, ALabelPatternSearchesA60KBNameWithoutCrashing) {
   const std::string long_name = std::string(60000, 'x') + "_cat.png";
   auto zip = write("long.zip", make_zip({{long_name, tiny_png(10)}, {"y_dog.png", tiny_png(200)}}));
   DatasetOptions o;
-  o.label_pattern = "_([a-z]+)\\.png$";
+  o.label_pattern = ".*_([a-z]+)\\.png$";  // .* over 60 KB: libstdc++ recursed once per character
   auto ds = Dataset::open(zip, o);
   EXPECT_EQ(ds->classes(), (std::vector<std::string>{"cat", "dog"}));
   o.label_pattern = "^(x+)*y$";  // exponential for a backtracking engine: no match, at once
