@@ -31,10 +31,13 @@ struct SplitResult {
   std::uint64_t size = 0;
   std::string sha256;
   std::vector<SplitPartInfo> parts;
+  std::size_t temporaries_removed = 0;  // abandoned temporaries of an interrupted split of FILE
 };
 
 // One pass over `file`: writes the parts (each through a temporary name, renamed when complete)
-// and then the manifest, so a manifest on disk always describes a complete set.
+// and then the manifest, so a manifest on disk always describes a complete set. Abandoned
+// temporaries of an interrupted split of the same file in the output folder are removed first;
+// a name too long for its parts' names is refused before anything is written (Error unsupported).
 SplitResult split_file(const std::filesystem::path& file, const SplitOptions& options);
 
 struct JoinOptions {
