@@ -192,8 +192,8 @@ struct Joiner {
          "(parts already joined are kept)");
   }
 
+  // Only after append_part: the part's bytes are synced in the output and read back good.
   void remove_part(std::size_t i) {
-    if (opt.sync) fsync_fd(pfd.get(), partial.string());
     if (::unlink(m.part_path(i).c_str()) != 0 && errno != ENOENT) fail_errno("remove", m.part_path(i).string(), errno);
     ++result.parts_deleted;
   }
