@@ -148,24 +148,41 @@ VerifyReport verify_archive(const std::filesystem::path& path, const ArchiveOpti
 void verify_entries(const Archive& archive, VerifyReport& report, unsigned threads = 0);
 
 // ---- extract (`frugal extract`) ----
+// What to do with a file that is already where an entry goes (and is not that entry already).
+enum class ExistingFiles {
+  refuse,     // refuse the whole extraction, naming them (Error usage), before writing anything
+  overwrite,  // replace them (never the archive being read or one of its parts, never a folder)
+  skip,       // keep them and extract the rest
+};
+
 struct ExtractOptions {
   std::vector<std::string> patterns;        // fnmatch globs on entry names; empty: all
   std::filesystem::path dir = ".";          // everything is written inside it
   std::optional<std::uint64_t> limit;       // at most this many files
   std::optional<std::uint64_t> max_bytes;   // refuse when the selected files declare more
   std::optional<std::uint64_t> disk_budget; // refuse when they would not fit in this much disk
+  ExistingFiles existing = ExistingFiles::refuse;
 };
 
 struct ExtractResult {
-  std::uint64_t files = 0;
+  std::uint64_t files = 0;          // written
   std::uint64_t dirs = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t already_there = 0;  // a regular file with the entry's size and CRC-32 was there
+  std::uint64_t kept = 0;           // another file was there and was kept (ExistingFiles::skip)
+  std::uint64_t replaced = 0;       // another file was there and was replaced (ExistingFiles::overwrite)
+  std::uint64_t temporaries_removed = 0;  // abandoned *.frugal-tmp-* of an interrupted run
 };
 
 // Every check that can be made before writing is made first: unsafe entries (entry_problem())
-// refuse the whole extraction (Error invalid), sizes over --max-bytes, --disk-budget or the free
-// space refuse it (Error budget); then each file is written crash-safely (temp, sync, rename; the
-// sync is batched). A corrupt entry stops extraction with the files before it in place.
+// and names longer than the file system takes (a part over NAME_MAX, a path over PATH_MAX) refuse
+// the whole extraction (Error invalid); files already there decide as ExistingFiles says; sizes
+// over --max-bytes, --disk-budget or the free space refuse it (Error budget). Then each file is
+// written unnamed (O_TMPFILE: a killed extract leaves nothing behind; a named temporary where the
+// file system cannot) and published when its batch is synced, never replacing a file that
+// appeared meanwhile unless `overwrite`. A corrupt entry stops extraction with the files before
+// it in place, and a rerun completes it (the files written count as already there). The target
+// folder is locked while extracting: a second extract into it fails at once (Error io).
 ExtractResult extract(const Archive& archive, const ExtractOptions& options);
 
 // fnmatch(3)-style: '*' and '?' also match '/', as unzip's patterns do; [...] classes.

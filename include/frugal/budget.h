@@ -26,7 +26,7 @@ namespace frugal {
 
 enum class FileKind {
   data,        // *.zip, *.z01.., split parts (*.partNNNN, NAME_aa, NAME.000), *.manifest.json
-  checkpoint,  // *.safetensors inside a run folder (a folder holding config.json)
+  checkpoint,  // *.safetensors inside a run folder (run_folder.h's is_run_folder)
   temporary,   // *.frugal-tmp-* (atomic writes in progress or interrupted)
   partial,     // *.frugal-join: an interrupted join's output; after `join --delete-parts` the only
                // copy of the parts already removed. Counted, never removed: a rerun continues it.
@@ -35,7 +35,7 @@ enum class FileKind {
 
 const char* to_string(FileKind kind);
 
-// `in_run_folder`: the file's folder holds a config.json (see docs/formats.md, "Run folder").
+// `in_run_folder`: the file's folder is a run folder (see docs/formats.md, "Run folder").
 FileKind classify_file(const std::filesystem::path& path, bool in_run_folder);
 
 // Bytes by kind, as the file system allocates them (st_blocks x 512), not as files declare them:
@@ -46,7 +46,8 @@ struct DiskUsage {
   std::uint64_t& operator[](FileKind kind);
 };
 
-// Walks `workspace` (symlinks not followed; unreadable folders skipped with a note).
+// Walks `workspace` (symlinks counted as `other` by their own size, never followed; unreadable
+// folders skipped with a note).
 DiskUsage measure_usage(const std::filesystem::path& workspace);
 
 // Bytes the file system holding `path` allocates for a new file of `bytes` bytes: rounded up to

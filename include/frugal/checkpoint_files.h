@@ -109,7 +109,9 @@ struct RetentionPolicy {
   int keep_best = 1;  // best K by metric (none when the run does not validate)
 };
 
-// Reads keep_best / keep_last from RUN/config.json where present, else the defaults above.
+// Reads keep_best / keep_last from RUN/config.json where present, else the defaults above. A value
+// that is not a whole number (10, 10.0 and 1e1 are 10) from 0 to 2^20 is Error(invalid) naming the
+// file, the key and the value; so is a config.json that is not a regular file (run_folder.h).
 RetentionPolicy retention_from_config(const std::filesystem::path& run);
 
 // Which checkpoints retention no longer needs, oldest first. Never listed: the newest valid

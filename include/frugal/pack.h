@@ -29,10 +29,15 @@ struct PackResult {
   std::uint64_t bytes = 0;       // archive size
   bool zip64 = false;
   std::vector<std::pair<std::string, std::size_t>> classes;  // top-level folder -> entries
+  std::size_t unfinished_skipped = 0;   // *.frugal-tmp-* and *.frugal-join files in SRC, never packed
+  std::size_t temporaries_removed = 0;  // abandoned temporaries of an interrupted pack of OUT
 };
 
 // Entries are written in sorted name order with fixed timestamps, so the same input gives the
-// same bytes. Already-compressed images are stored, other files deflated.
+// same bytes. Already-compressed images are stored, other files deflated. Files that are
+// interrupted writes, not data (frugal's temporaries "*.frugal-tmp-*" and partial joins
+// "*.frugal-join"), are left out and counted. Abandoned temporaries of an interrupted pack of the
+// same output are removed from its folder first.
 // Every write goes through `env`.
 PackResult pack(const std::filesystem::path& src, const PackOptions& options, Env& env = Env::real());
 

@@ -27,7 +27,19 @@ inline constexpr const char* kBestFile = "best.safetensors";
 inline constexpr const char* kConfigFile = "config.json";
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 
-bool is_run_folder(const std::filesystem::path& dir);  // holds config.json or a checkpoint
+// A folder frugal trains into: its config.json says "format": "frugal-run-config", or it holds
+// checkpoint files (ckpt-*.safetensors). Another program's folder with a config.json of its own
+// (a Hugging Face model) is not one. Reads only a regular config.json of at most 1 MiB; never throws.
+bool is_run_folder(const std::filesystem::path& dir);
+
+// RUN/config.json parsed, or nullopt when there is none. Read only as a regular file in the folder
+// (not a link, FIFO or device) of at most 1 MiB; anything else, and JSON that is not an object, is
+// Error(invalid) naming the file: `du` and `clean` stop before deleting anything.
+std::optional<nlohmann::json> read_run_config(const std::filesystem::path& run);
+
+// A whole number in a run's config.json: an integer, or a number written with no fraction (10.0,
+// 1e1), from 0 to `max`; nullopt for anything else (a negative, a fraction, a string, a bool, ...).
+std::optional<std::uint64_t> config_whole_number(const nlohmann::json& v, std::uint64_t max);
 
 // DIR itself when it is a run folder, else every run folder below it (at most 3 levels deep).
 std::vector<std::filesystem::path> find_run_folders(const std::filesystem::path& dir);
@@ -59,8 +71,8 @@ struct RunFolderOwner {
 inline constexpr std::size_t kForeignShown = 5;
 RunFolderOwner run_folder_owner(const std::filesystem::path& dir);
 
-// The smallest "disk_budget" (bytes, or a size text like "20G") in the runs' config.json, with
-// the file it came from.
+// The smallest "disk_budget" (bytes, or a size text like "20G"; "" or null: none) in the runs'
+// config.json, with the file it came from. Any other value is Error(invalid) naming file and key.
 std::optional<std::pair<std::uint64_t, std::filesystem::path>> budget_from_runs(
     const std::vector<std::filesystem::path>& runs);
 

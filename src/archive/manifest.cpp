@@ -12,6 +12,7 @@
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/hash.h"
+#include "frugal/terminal.h"
 
 namespace frugal {
 
@@ -49,6 +50,38 @@ std::uint64_t size_field(const nlohmann::json& j, const char* key, const std::st
 
 std::string string_field(const nlohmann::json& j, const char* key) { return j.at(key).get<std::string>(); }
 
+// File names on disk are bytes; JSON strings are UTF-8. A name that is not UTF-8 (a Latin-1
+// "d\xe9.zip") is stored as its UTF-8 repair (invalid bytes as U+FFFD) for people and older
+// readers, and exactly as "raw_<key>_hex" beside it, which this reader prefers.
+std::string utf8_repaired(const std::string& s) {
+  return nlohmann::json::parse(json_text(nlohmann::json(s))).get<std::string>();
+}
+
+void put_name(nlohmann::json& j, const char* key, const std::string& name) {
+  const std::string shown = utf8_repaired(name);
+  j[key] = shown;
+  if (shown != name) j[std::string("raw_") + key + "_hex"] = to_hex(name.data(), name.size());
+}
+
+std::string name_field(const nlohmann::json& j, const char* key, const std::string& where) {
+  std::string name = string_field(j, key);
+  const auto raw = j.find(std::string("raw_") + key + "_hex");
+  if (raw == j.end()) return name;
+  const std::string hex = raw->get<std::string>();
+  std::string bytes;
+  auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  bool ok = hex.size() % 2 == 0;
+  for (std::size_t i = 0; ok && i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    ok = hi >= 0 && lo >= 0;
+    bytes += static_cast<char>(hi * 16 + lo);
+  }
+  if (!ok || utf8_repaired(bytes) != name)
+    fail(ErrorKind::invalid, where, "\"raw_" + std::string(key) + "_hex\" as the bytes of \"" + key + "\" in hex",
+         "'" + hex.substr(0, 100) + "'", "the manifest is damaged or crafted; write it again with 'frugal split'");
+  return bytes;
+}
+
 void parse_fields(const nlohmann::json& j, const std::string& where, SplitManifest& m) {
   if (!j.is_object())
     fail(ErrorKind::invalid, where, "a frugal-split manifest (a JSON object)", "another JSON value",
@@ -63,7 +96,7 @@ void parse_fields(const nlohmann::json& j, const std::string& where, SplitManife
     fail(ErrorKind::unsupported, where, "manifest version 1",
          version == j.end() ? std::string("no version") : "version " + shown(*version),
          "this frugal reads version 1 manifests; upgrade frugal");
-  m.name = string_field(j, "name");
+  m.name = name_field(j, "name", where);
   if (!is_plain_file_name(m.name))
     fail(ErrorKind::invalid, where, "\"name\" as a plain file name (joined beside the manifest)",
          "'" + m.name.substr(0, 200) + "'", "the manifest may have been tampered with; do not join it");
@@ -78,7 +111,7 @@ void parse_fields(const nlohmann::json& j, const std::string& where, SplitManife
     if (!p.is_object())
       fail(ErrorKind::invalid, where, "each part as {file, size, sha256}", p.type_name(),
            "write it again with 'frugal split'");
-    SplitPart part{string_field(p, "file"), size_field(p, "size", where), string_field(p, "sha256")};
+    SplitPart part{name_field(p, "file", where), size_field(p, "size", where), string_field(p, "sha256")};
     if (!is_plain_file_name(part.file))
       fail(ErrorKind::invalid, where, "part names in the manifest's folder", "'" + part.file.substr(0, 200) + "'",
            "the manifest may have been tampered with");
@@ -120,12 +153,18 @@ std::string SplitManifest::to_json() const {
   nlohmann::json j;
   j["format"] = "frugal-split";
   j["version"] = kVersion;
-  j["name"] = name;
+  put_name(j, "name", name);
   j["size"] = size;
   j["sha256"] = sha256;
   j["parts"] = nlohmann::json::array();
-  for (const auto& p : parts) j["parts"].push_back({{"file", p.file}, {"size", p.size}, {"sha256", p.sha256}});
-  return j.dump(2) + "\n";
+  for (const auto& p : parts) {
+    nlohmann::json part;
+    put_name(part, "file", p.file);
+    part["size"] = p.size;
+    part["sha256"] = p.sha256;
+    j["parts"].push_back(std::move(part));
+  }
+  return json_text(j, 2) + "\n";
 }
 
 void SplitManifest::save(const std::filesystem::path& manifest_path, Env& env) const {

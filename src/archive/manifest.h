@@ -1,5 +1,7 @@
 // The split manifest (docs/formats.md): {"format": "frugal-split", "version": 1, "name", "size",
-// "sha256", "parts": [{"file", "size", "sha256"}, ...]}, part files relative to the manifest.
+// "sha256", "parts": [{"file", "size", "sha256"}, ...]}, part files relative to the manifest. A
+// name that is not UTF-8 is stored repaired in "name"/"file" and exactly in "raw_name_hex" /
+// "raw_file_hex" beside it.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "archive/leftovers.h"
 #include "archive/mnist_idx.h"
 #include "archive/part_writer.h"
 #include "archive/zip_writer.h"
@@ -120,10 +121,21 @@ struct Plan {
   std::vector<std::pair<std::string, std::size_t>> classes;
 };
 
+// Files some writer has not finished: a temporary (complete-looking: an extract or a download
+// killed before its rename) or a join's partial output. Packed, they would be trained on as data.
+bool is_unfinished(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  return is_temp_path(file) || name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state");
+}
+
 Plan plan_folder(const std::filesystem::path& src, const PackOptions& opt,
-                 std::shared_ptr<std::vector<std::string>> files) {
+                 std::shared_ptr<std::vector<std::string>> files, std::size_t& unfinished) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
     if (!e.is_regular_file()) continue;
+    if (is_unfinished(e.path())) {
+      ++unfinished;
+      continue;
+    }
     files->push_back(std::filesystem::relative(e.path(), src).generic_string());
   }
   if (files->empty())
@@ -191,14 +203,22 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& e
   if (!idx && !opt.class_names.empty())
     fail(ErrorKind::usage, src.string(), "IDX files for {class_names}", "a folder of class sub-folders",
          "the sub-folders' names are the class names; drop {class_names}");
-  Plan plan = idx ? plan_idx(src, opt) : plan_folder(src, opt, std::make_shared<std::vector<std::string>>());
+  Plan plan = idx ? plan_idx(src, opt)
+                 : plan_folder(src, opt, std::make_shared<std::vector<std::string>>(), result.unfinished_skipped);
   result.classes = plan.classes;
+  const auto dir = opt.output.parent_path().empty() ? std::filesystem::path(".") : opt.output.parent_path();
+  const std::string name = opt.output.filename().string();
+  // The count is not known before the archive is written; the manifest's name (".manifest.json"
+  // added) is the longest of any set of fewer than 10^9 parts.
+  if (opt.split_size > 0) PartWriter::check_names_fit(dir, name, 1);
   if (!opt.output.parent_path().empty()) env.create_dirs(opt.output.parent_path());
+  // An interrupted pack of this output left whole archives or parts under temporary names.
+  result.temporaries_removed =
+      opt.split_size > 0 ? PartWriter::remove_abandoned(dir, name)
+                         : remove_abandoned_temporaries(dir, [&](const std::string& t) { return is_temp_for(t, name); });
   const int threads = std::max(1, opt.threads);
 
   if (opt.split_size > 0) {
-    auto dir = opt.output.parent_path().empty() ? std::filesystem::path(".") : opt.output.parent_path();
-    const std::string name = opt.output.filename().string();
     const auto manifest_path = dir / (name + ".manifest.json");
     env.remove_file(manifest_path);  // never leave a manifest that names parts we replace
     PartWriter parts(dir, name, opt.split_size, 4, true, env);

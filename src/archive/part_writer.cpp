@@ -1,6 +1,10 @@
 #include "archive/part_writer.h"
 
+#include <unistd.h>
+
 #include <cstring>
+
+#include "archive/leftovers.h"
 
 #include "frugal/error.h"
 #include "frugal/fs.h"
@@ -22,6 +26,40 @@ std::string PartWriter::part_name(const std::string& name, std::size_t index, in
   std::string num = std::to_string(index);
   if (static_cast<int>(num.size()) < digits) num.insert(0, static_cast<std::size_t>(digits) - num.size(), '0');
   return name + ".part" + num;
+}
+
+void PartWriter::check_names_fit(const std::filesystem::path& dir, const std::string& name, std::uint64_t parts) {
+  std::filesystem::path base = dir.empty() ? std::filesystem::path(".") : dir;
+  std::error_code ec;
+  while (!std::filesystem::is_directory(base, ec) && base.has_parent_path() && base != base.parent_path())
+    base = base.parent_path();
+  const long conf = ::pathconf(base.c_str(), _PC_NAME_MAX);
+  const std::size_t name_max = conf > 0 ? static_cast<std::size_t>(conf) : 255;
+  const std::string manifest = name + ".manifest.json";
+  const std::string last_part = part_name(name, parts > 0 ? parts - 1 : 0, std::max(4, digits_for(parts)));
+  const std::string& longest = manifest.size() >= last_part.size() ? manifest : last_part;
+  if (longest.size() <= name_max) return;
+  fail(ErrorKind::unsupported, name,
+       "a name whose parts and manifest fit this file system (names of at most " + std::to_string(name_max) +
+           " bytes, so at most " + std::to_string(name_max - (longest.size() - name.size())) + " for this one)",
+       "a name of " + std::to_string(name.size()) + " bytes (" + longest.substr(name.size()) + " added makes " +
+           std::to_string(longest.size()) + ")",
+       "nothing was written; rename the file to a shorter name first");
+}
+
+std::size_t PartWriter::remove_abandoned(const std::filesystem::path& dir, const std::string& name) {
+  const std::string manifest = name + ".manifest.json";
+  const std::string parts = name + ".part";
+  return remove_abandoned_temporaries(dir.empty() ? "." : dir, [&](const std::string& temp) {
+    return is_temp_for(temp, manifest) || temp_prefix_matches(temp, [&](std::string_view prefix, bool cut) {
+             // "NAME.part" and digits, or a cut beginning of such a name
+             const std::size_t common = std::min(prefix.size(), parts.size());
+             if (prefix.substr(0, common) != std::string_view(parts).substr(0, common)) return false;
+             if (prefix.size() < parts.size()) return cut;
+             const std::string_view digits = prefix.substr(parts.size());
+             return (cut || !digits.empty()) && digits.find_first_not_of("0123456789") == std::string_view::npos;
+           });
+  });
 }
 
 PartWriter::PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits, bool sync,

@@ -43,6 +43,14 @@ class PartWriter : public ByteSink {
 
   static std::string part_name(const std::string& name, std::size_t index, int digits);
 
+  // Throws Error(unsupported) (exit 3) before anything is written when the names of a set of
+  // `parts` parts of `name` ("NAME.partNNNN", "NAME.manifest.json") would not fit the file
+  // system's NAME_MAX in `dir` (or in the nearest folder above it that exists).
+  static void check_names_fit(const std::filesystem::path& dir, const std::string& name, std::uint64_t parts);
+  // Removes the abandoned temporaries (leftovers.h) that an interrupted writer of the set `name`
+  // left in `dir`: those of its parts and of its manifest. Returns how many.
+  static std::size_t remove_abandoned(const std::filesystem::path& dir, const std::string& name);
+
  private:
   void flush();
   void write_to_parts(const char* p, std::size_t n);

@@ -64,15 +64,18 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
     fail(ErrorKind::usage, file.string(), "{size} above 0", "0", "give a size like 1000M");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const std::filesystem::path dir = options.out_dir.empty() ? file.parent_path() : options.out_dir;
+  const std::string name = file.filename().string();
+  const std::uint64_t parts = size == 0 ? 1 : (size + options.part_size - 1) / options.part_size;
+  PartWriter::check_names_fit(dir, name, parts);
   if (std::error_code made; !dir.empty() && !std::filesystem::create_directories(dir, made) && made)
     fail_errno("create folder", dir.string(), made.value());
-  const std::string name = file.filename().string();
   const auto manifest_path = (dir.empty() ? std::filesystem::path(".") : dir) / (name + ".manifest.json");
+  // Part-sized temporaries of an interrupted split of this file would stay forever otherwise.
+  const std::size_t leftovers = PartWriter::remove_abandoned(manifest_path.parent_path(), name);
   auto old_parts = retire_old_manifest(manifest_path, name);
 
   UniqueFd fd = open_read(file);
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  const std::uint64_t parts = size == 0 ? 1 : (size + options.part_size - 1) / options.part_size;
   PartWriter writer(manifest_path.parent_path(), name, options.part_size, digits_for_parts(parts), options.sync);
   Progress progress("split " + name, size);
   for (;;) {
@@ -95,7 +98,7 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
   for (const auto& p : m.parts) old_parts.erase(p.file);
   remove_stale_parts(m.dir, old_parts);
 
-  SplitResult result{manifest_path, m.name, m.size, m.sha256, {}};
+  SplitResult result{manifest_path, m.name, m.size, m.sha256, {}, leftovers};
   for (const auto& p : m.parts) result.parts.push_back({p.file, p.size, p.sha256});
   return result;
 }

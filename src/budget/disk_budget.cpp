@@ -88,16 +88,25 @@ FileKind classify_file(const fs::path& path, bool in_run_folder) {
 DiskUsage measure_usage(const fs::path& workspace) {
   DiskUsage u;
   std::error_code ec;
-  std::map<fs::path, bool> run_dirs;
+  std::map<fs::path, bool> run_dirs;  // asked only for folders holding *.safetensors
   auto opts = fs::directory_options::skip_permission_denied;
   for (auto it = fs::recursive_directory_iterator(workspace, opts, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     std::error_code ec2;
-    if (!it->is_regular_file(ec2) || it->is_symlink(ec2)) continue;
-    fs::path dir = it->path().parent_path();
-    auto found = run_dirs.find(dir);
-    if (found == run_dirs.end()) found = run_dirs.emplace(dir, fs::exists(dir / kConfigFile, ec2)).first;
-    u[classify_file(it->path(), found->second)] += allocated_size(it->path());
+    // A link is counted as what it is here (its own few bytes, as `du` does), never followed out.
+    if (it->is_symlink(ec2)) {
+      u.other += allocated_size(it->path());
+      continue;
+    }
+    if (!it->is_regular_file(ec2)) continue;
+    bool in_run = false;
+    if (it->path().extension() == ".safetensors") {
+      const fs::path dir = it->path().parent_path();
+      auto found = run_dirs.find(dir);
+      if (found == run_dirs.end()) found = run_dirs.emplace(dir, is_run_folder(dir)).first;
+      in_run = found->second;
+    }
+    u[classify_file(it->path(), in_run)] += allocated_size(it->path());
   }
   if (ec) note("frugal: could not read all of " + workspace.string() + ": " + ec.message());
   return u;

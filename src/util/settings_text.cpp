@@ -16,7 +16,8 @@ constexpr std::string_view kKeys[] = {
     "idx_set",      "image_size",     "init",         "label_pattern", "limit",      "max_bad_fraction",
     "max_bytes",    "max_pixels",     "model",        "name_encoding", "optimizer",  "prune",
     "root",         "size",           "val",          "val_split",     "deadline",   "dist_timeout",
-    "sync_bn",      "nproc",          "batch_size",   "accum",         "workers",    "run"};
+    "sync_bn",      "nproc",          "batch_size",   "accum",         "workers",    "run",
+    "overwrite",    "skip_existing"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

@@ -200,9 +200,139 @@ TEST(Join, TamperedManifestIsBadInput) {
   EXPECT_FALSE(fs::exists(s.dir / "j2"));
 }
 
-TEST(Join, ExistingOutputIsNotOverwritten) {
+TEST(Join, ExistingOutputThatIsNotTheJoinIsRefusedAndKept) {
   auto s = make_set("exists");
   write(s.dir / "joined", "keep me");
-  EXPECT_EQ(join_error(s.manifest, out_to(s.dir / "joined")), ErrorKind::usage);
+  std::string what;
+  EXPECT_EQ(join_error(s.manifest, out_to(s.dir / "joined", true), &what), ErrorKind::invalid);
+  EXPECT_NE(what.find("nothing was changed"), std::string::npos) << what;
   EXPECT_EQ(read_file(s.dir / "joined"), "keep me");
+  // The same size, other bytes: the SHA-256 decides.
+  std::string other = s.data;
+  other[3000] ^= 1;
+  write(s.dir / "joined", other);
+  EXPECT_EQ(join_error(s.manifest, out_to(s.dir / "joined", true), &what), ErrorKind::invalid);
+  EXPECT_NE(what.find(sha256_hex(other)), std::string::npos) << what;
+  EXPECT_EQ(read_file(s.dir / "joined"), other);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(fs::exists(part(s, i))) << "part " << i << " deleted";
+}
+
+TEST(Join, RerunOfAFinishedDeletePartsJoinVerifiesTheOutputAndSucceeds) {
+  auto s = make_set("rerun");
+  auto out = s.dir / "joined";
+  join_parts(s.manifest, out_to(out, true));
+  for (std::size_t i = 0; i < 4; ++i) ASSERT_FALSE(fs::exists(part(s, i)));
+  JoinResult r = join_parts(s.manifest, out_to(out, true));  // "run the same command again"
+  EXPECT_TRUE(r.already_joined);
+  EXPECT_EQ(r.sha256, sha256_hex(s.data));
+  EXPECT_EQ(r.parts_deleted, 0u);
+  EXPECT_EQ(read_file(out), s.data);
+  EXPECT_FALSE(fs::exists(join_partial_path(out)));
+}
+
+TEST(Join, RerunWithDeletePartsAfterAPlainJoinRemovesThePartsOnceTheOutputVerifies) {
+  auto s = make_set("rerun_plain");
+  auto out = s.dir / "joined";
+  join_parts(s.manifest, out_to(out));
+  JoinResult r = join_parts(s.manifest, out_to(out, true));
+  EXPECT_TRUE(r.already_joined);
+  EXPECT_EQ(r.parts_deleted, 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(fs::exists(part(s, i)));
+  EXPECT_EQ(read_file(out), s.data);
+}
+
+// A notebook cell run twice: the second join of one set starts while the first is running.
+TEST(Join, SecondJoinOfTheSameSetFailsAtOnceAndChangesNothing) {
+  auto s = make_set("twice");
+  auto out = s.dir / "joined";
+  auto o = out_to(out, true);
+  bool ran = false;
+  o.after_part = [&](std::size_t i) {
+    if (i != 1) return;
+    ran = true;
+    std::string what;
+    EXPECT_EQ(join_error(s.manifest, out_to(s.dir / "joined", true), &what), ErrorKind::io);
+    EXPECT_NE(what.find("in use by another frugal process"), std::string::npos) << what;
+    EXPECT_EQ(join_error(s.manifest, out_to(s.dir / "elsewhere", true)), ErrorKind::io);
+    EXPECT_TRUE(fs::exists(part(s, 2)) && fs::exists(part(s, 3)));
+    EXPECT_FALSE(fs::exists(join_partial_path(s.dir / "elsewhere")));
+  };
+  JoinResult r = join_parts(s.manifest, o);
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(r.parts_deleted, 4u);
+  EXPECT_EQ(read_file(out), s.data);
+}
+
+TEST(Join, SecondJoinOfAnotherManifestIntoTheSameOutputFailsAtOnce) {
+  auto s = make_set("same_out");
+  fs::copy(s.dir / "parts", s.dir / "copy");
+  auto out = s.dir / "joined";
+  auto o = out_to(out);
+  bool ran = false;
+  o.after_part = [&](std::size_t i) {
+    if (i != 1) return;
+    ran = true;
+    std::string what;
+    EXPECT_EQ(join_error(s.dir / "copy" / s.manifest.filename(), out_to(out), &what), ErrorKind::io);
+    EXPECT_NE(what.find(join_partial_path(out).string()), std::string::npos) << what;
+    EXPECT_EQ(fs::file_size(join_partial_path(out)), 2000u);
+  };
+  join_parts(s.manifest, o);
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(read_file(out), s.data);
+}
+
+// What another writer did to the output between the copy and the check: the read-back decides,
+// the part is kept and the partial output cut back to the good prefix.
+TEST(Join, BytesChangedInTheOutputAfterTheCopyAreCaughtBeforeThePartIsDeleted) {
+  auto s = make_set("read_back");
+  auto out = s.dir / "joined";
+  auto o = out_to(out, true);
+  o.after_copy = [&](std::size_t i) {
+    if (i != 2) return;
+    std::fstream f(join_partial_path(out), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2100);
+    f.write("\0\0\0\0", 4);
+  };
+  std::string what;
+  EXPECT_EQ(join_error(s.manifest, o, &what), ErrorKind::io);
+  EXPECT_NE(what.find("read back"), std::string::npos) << what;
+  EXPECT_TRUE(fs::exists(part(s, 2)));
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(fs::file_size(join_partial_path(out)), 2000u);
+  JoinResult r = join_parts(s.manifest, out_to(out, true));
+  EXPECT_EQ(r.parts_resumed, 2u);
+  EXPECT_EQ(read_file(out), s.data);
+}
+
+TEST(Join, APartialOutputThatDoesNotStartWithThisSetIsKept) {
+  auto s = make_set("foreign_partial");
+  auto out = s.dir / "joined";
+  std::string foreign(1500, 'x');  // another set's interrupted join into the same output
+  write(join_partial_path(out), foreign);
+  std::string what;
+  EXPECT_EQ(join_error(s.manifest, out_to(out, true), &what), ErrorKind::invalid);
+  EXPECT_EQ(read_file(join_partial_path(out)), foreign);
+  EXPECT_TRUE(fs::exists(part(s, 0)));
+}
+
+TEST(Join, BytesOfAPartWhoseFileIsGoneAreNotCutOff) {
+  auto s = make_set("gone");
+  auto out = s.dir / "joined";
+  std::string torn = s.data.substr(0, 1500);  // part 0 and half of part 1, whose file is gone
+  write(join_partial_path(out), torn);
+  fs::remove(part(s, 1));
+  EXPECT_EQ(join_error(s.manifest, out_to(out, true)), ErrorKind::invalid);
+  EXPECT_EQ(read_file(join_partial_path(out)), torn);
+}
+
+TEST(Join, OutputNamesNearNameMaxJoin) {
+  auto s = make_set("long_name");
+  const std::string name(250, 'n');
+  auto out = s.dir / name;
+  auto o = out_to(out, true);
+  o.after_part = [&](std::size_t) { EXPECT_LE(join_partial_path(out).filename().string().size(), 255u); };
+  join_parts(s.manifest, o);
+  EXPECT_EQ(read_file(out), s.data);
+  EXPECT_NE(join_partial_path(s.dir / (name + "a")), join_partial_path(out));
 }

@@ -175,3 +175,34 @@ TEST(Pack, RootThatWouldEscapeTheTargetIsRefused) {
     EXPECT_FALSE(fs::exists(o.output)) << root;
   }
 }
+
+TEST(Pack, UnfinishedFilesInTheFolderAreNeverPacked) {
+  auto dir = fresh_dir("unfinished");
+  make_folder_dataset(dir / "src");
+  write(dir / "src" / "cat" / "e.png.frugal-tmp-0123456789ab", "a killed extract's file");
+  write(dir / "src" / "dog" / "big.zip.frugal-join", "an interrupted join");
+  PackOptions o;
+  o.output = dir / "out.zip";
+  PackResult r = pack(dir / "src", o);
+  EXPECT_EQ(r.entries, 4u);
+  EXPECT_EQ(r.unfinished_skipped, 2u);
+  EXPECT_EQ(py("assert not [n for n in z.namelist() if 'frugal' in n], z.namelist()", dir / "out.zip"), 0);
+}
+
+TEST(Pack, AbandonedTemporariesOfAnInterruptedPackOfTheOutputAreRemoved) {
+  auto dir = fresh_dir("leftovers");
+  make_folder_dataset(dir / "src");
+  write(dir / "out" / "data.zip.frugal-tmp-0123456789ab", std::string(5000, 'z'));  // pack killed
+  write(dir / "out" / "set.zip.part0000.frugal-tmp-0123456789ab", std::string(5000, 'z'));
+  write(dir / "out" / "notes.txt.frugal-tmp-0123456789ab", "someone else's");
+  PackOptions o;
+  o.output = dir / "out" / "data.zip";
+  EXPECT_EQ(pack(dir / "src", o).temporaries_removed, 1u);
+  o.output = dir / "out" / "set.zip";
+  o.split_size = 3000;
+  EXPECT_EQ(pack(dir / "src", o).temporaries_removed, 1u);
+  std::vector<std::string> temps;
+  for (auto& e : fs::directory_iterator(dir / "out"))
+    if (is_temp_path(e.path())) temps.push_back(e.path().filename().string());
+  EXPECT_EQ(temps, std::vector<std::string>{"notes.txt.frugal-tmp-0123456789ab"});
+}

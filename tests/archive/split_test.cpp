@@ -3,6 +3,8 @@
 #include <fstream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "archive/manifest.h"
 #include "archive/part_writer.h"
 #include "frugal/error.h"
@@ -168,4 +170,76 @@ TEST(Split, ThePartBeingWrittenIsOwnedNotSweepable) {
   EXPECT_TRUE(fs::exists(temps[0]));
   w.finish(dir / "x.zip.manifest.json");
   EXPECT_EQ(read_file(dir / "x.zip.part0000"), data);
+}
+
+TEST(Split, AbandonedTemporariesOfAnInterruptedSplitOfTheFileAreRemoved) {
+  auto dir = fresh_dir("leftovers");
+  write(dir / "data.bin", random_bytes(2500, 5));
+  write(dir / "data.bin.part0001.frugal-tmp-0123456789ab", std::string(1000, 'x'));  // its writer was killed
+  write(dir / "data.bin.manifest.json.frugal-tmp-0123456789ab", "{");
+  write(dir / "other.bin.part0000.frugal-tmp-0123456789ab", "not this file's");
+  UniqueFd live(create_owned_temp(dir / "data.bin.part0000.frugal-tmp-00000000beef"));  // a split still running
+  ASSERT_TRUE(live);
+  SplitResult r = split_file(dir / "data.bin", opts(1000));
+  EXPECT_EQ(r.temporaries_removed, 2u);
+  EXPECT_FALSE(fs::exists(dir / "data.bin.part0001.frugal-tmp-0123456789ab"));
+  EXPECT_FALSE(fs::exists(dir / "data.bin.manifest.json.frugal-tmp-0123456789ab"));
+  EXPECT_TRUE(fs::exists(dir / "other.bin.part0000.frugal-tmp-0123456789ab"));
+  EXPECT_TRUE(fs::exists(dir / "data.bin.part0000.frugal-tmp-00000000beef"));
+}
+
+TEST(Split, ANameTooLongForItsPartsIsRefusedBeforeAnythingIsWritten) {
+  auto dir = fresh_dir("long_name");
+  const std::string name(245, 'n');  // + ".manifest.json" = 259 bytes
+  write(dir / name, "abc");
+  try {
+    split_file(dir / name, opts(2, dir / "out"));
+    FAIL() << "split did not refuse";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("at most 241"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  const std::string fits(241, 'f');  // the longest that fits: its manifest name is 255 bytes
+  write(dir / fits, "abc");
+  SplitResult r = split_file(dir / fits, opts(2, dir / "out"));
+  EXPECT_EQ(r.parts.size(), 2u);
+  JoinOptions j;
+  j.output = dir / "joined";
+  join_parts(r.manifest, j);
+  EXPECT_EQ(read_file(dir / "joined"), "abc");
+}
+
+// File names are bytes: a Latin-1 name is not UTF-8, and JSON holds only UTF-8.
+TEST(Split, ANameThatIsNotUtf8SurvivesTheManifestExactly) {
+  auto dir = fresh_dir("latin1");
+  const std::string name = "d\xe9.zip";
+  const std::string data = random_bytes(2500, 9);
+  write(dir / name, data);
+  SplitResult r = split_file(dir / name, opts(1000, dir / "out"));
+  EXPECT_EQ(r.name, name);
+  const std::string text = read_file(r.manifest);
+  auto j = nlohmann::json::parse(text);  // valid UTF-8 JSON
+  EXPECT_EQ(j["name"], "d\xef\xbf\xbd.zip");
+  EXPECT_EQ(j["raw_name_hex"], "64e92e7a6970");
+  EXPECT_EQ(j["parts"][0]["raw_file_hex"], to_hex((name + ".part0000").data(), name.size() + 9));
+  SplitManifest m = SplitManifest::load(r.manifest);
+  EXPECT_EQ(m.name, name);
+  EXPECT_EQ(m.parts[2].file, name + ".part0002");
+  JoinResult joined = join_parts(r.manifest, {});
+  EXPECT_EQ(joined.output, dir / "out" / name);
+  EXPECT_EQ(read_file(dir / "out" / name), data);
+}
+
+TEST(Manifest, RawNameBytesThatDoNotMatchTheNameAreRefused) {
+  const std::string forged =
+      R"({"format": "frugal-split", "version": 1, "name": "a.zip", "raw_name_hex": "2e2e2f782e7a6970", "size": 0,
+          "sha256": "", "parts": []})";
+  try {
+    SplitManifest::parse(forged, ".", "m.json");
+    FAIL() << "a forged raw name was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid);
+    EXPECT_NE(std::string(e.what()).find("raw_name_hex"), std::string::npos) << e.what();
+  }
 }

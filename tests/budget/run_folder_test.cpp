@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <fstream>
 
 #include "budget/fault_env.h"
+#include "frugal/budget.h"
+#include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/run_folder.h"
 
@@ -33,7 +38,10 @@ std::string tiny_checkpoint(const std::string& payload, std::optional<double> me
   return out + json + payload;
 }
 
-void put(const fs::path& p, const std::string& bytes) { write_file_atomic(p, bytes); }
+void put(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  write_file_atomic(p, bytes);
+}
 
 TEST(CheckpointName, RoundTripsAndRejectsOtherFiles) {
   EXPECT_EQ(checkpoint_file_name(3, 120, false), "ckpt-e0003-s000120.safetensors");
@@ -124,11 +132,11 @@ TEST(Retention, KeepsTheBaseOfAKeptDelta) {
 TEST(RetentionConfig, ReadsKeepSettingsAndBudgetFromConfigJson) {
   TempDir dir;
   fs::create_directories(dir / "run1");
-  put(dir / "run1" / kConfigFile, R"({"keep_best": 3, "keep_last": 5, "disk_budget": "2G"})");
+  put(dir / "run1" / kConfigFile, R"({"format": "frugal-run-config", "keep_best": 3, "keep_last": 5, "disk_budget": "2G"})");
   fs::create_directories(dir / "run2");
-  put(dir / "run2" / kConfigFile, R"({"disk_budget": 1000})");
+  put(dir / "run2" / kConfigFile, R"({"format": "frugal-run-config", "disk_budget": 1000})");
   fs::create_directories(dir / "run3");
-  put(dir / "run3" / kConfigFile, R"({"disk_budget": ""})");  // no budget
+  put(dir / "run3" / kConfigFile, R"({"format": "frugal-run-config", "disk_budget": ""})");  // no budget
   auto p = retention_from_config(dir / "run1");
   EXPECT_EQ(p.keep_best, 3);
   EXPECT_EQ(p.keep_last, 5);
@@ -137,6 +145,97 @@ TEST(RetentionConfig, ReadsKeepSettingsAndBudgetFromConfigJson) {
   auto b = budget_from_runs(runs);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->first, 1000u);
+}
+
+ErrorKind error_of(const std::function<void()>& f, std::string* what = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (what) *what = e.what();
+    return e.kind();
+  }
+  ADD_FAILURE() << "did not fail";
+  return ErrorKind::io;
+}
+
+// "keep_last": "10" once read as the default 2, and clean deleted 6 of 8 checkpoints.
+TEST(RetentionConfig, WholeNumbersAreTakenAndAnythingElseIsRefusedNamingFileKeyAndValue) {
+  TempDir dir;
+  for (const char* ten : {"10", "10.0", "1e1", "1.0e+1"}) {
+    put(dir / kConfigFile, std::string(R"({"keep_last": )") + ten + R"(, "keep_best": 0.0})");
+    auto p = retention_from_config(dir.path());
+    EXPECT_EQ(p.keep_last, 10) << ten;
+    EXPECT_EQ(p.keep_best, 0) << ten;
+  }
+  for (const char* bad : {R"("10")", "-1", "2.5", "true", "null", "{}", "[10]", "1e300", "2097152"}) {
+    put(dir / kConfigFile, std::string(R"({"keep_last": )") + bad + "}");
+    std::string what;
+    EXPECT_EQ(error_of([&] { retention_from_config(dir.path()); }, &what), ErrorKind::invalid) << bad;
+    EXPECT_NE(what.find((dir / kConfigFile).string() + ": keep_last"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string(bad).substr(0, 2)), std::string::npos) << what;
+    EXPECT_NE(what.find("nothing was deleted"), std::string::npos) << what;
+  }
+}
+
+TEST(RetentionConfig, ADiskBudgetThatIsNoSizeIsRefused) {
+  TempDir dir;
+  put(dir / kConfigFile, R"({"format": "frugal-run-config", "disk_budget": 1e9})");
+  auto b = budget_from_runs({dir.path()});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->first, 1000000000u);
+  for (const char* bad : {"true", "-5", "2.5", R"("lots")", "{}"}) {
+    put(dir / kConfigFile, std::string(R"({"disk_budget": )") + bad + "}");
+    EXPECT_EQ(error_of([&] { budget_from_runs({dir.path()}); }), ErrorKind::invalid) << bad;
+  }
+}
+
+// A FIFO would block the read forever; /dev/zero would be read without end; a link leads out.
+TEST(RunConfig, AConfigThatIsNotARegularFileInTheFolderIsRefusedAtOnce) {
+  TempDir dir;
+  fs::create_directories(dir / "fifo");
+  ASSERT_EQ(::mkfifo((dir / "fifo" / kConfigFile).c_str(), 0644), 0);
+  fs::create_directories(dir / "zero");
+  fs::create_symlink("/dev/zero", dir / "zero" / kConfigFile);
+  fs::create_directories(dir / "out");
+  put(dir / "elsewhere.json", R"({"format": "frugal-run-config", "keep_last": 1})");
+  fs::create_symlink(dir / "elsewhere.json", dir / "out" / kConfigFile);
+  const auto start = std::chrono::steady_clock::now();
+  for (const char* run : {"fifo", "zero", "out"}) {
+    std::string what;
+    EXPECT_EQ(error_of([&] { retention_from_config(dir / run); }, &what), ErrorKind::invalid) << run;
+    EXPECT_NE(what.find((dir / run / kConfigFile).string()), std::string::npos) << what;
+    EXPECT_EQ(error_of([&] { budget_from_runs({dir / run}); }), ErrorKind::invalid) << run;
+    EXPECT_FALSE(is_run_folder(dir / run)) << run;  // not frugal's by its config alone
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  put(dir / "big" / kConfigFile, std::string(2 << 20, ' '));
+  EXPECT_EQ(error_of([&] { retention_from_config(dir / "big"); }), ErrorKind::invalid);
+}
+
+TEST(RunFolder, AnotherProgramsFolderWithAConfigOfItsOwnIsNotARunFolder) {
+  TempDir dir;
+  put(dir / "hf" / kConfigFile, R"({"architectures": ["ViTForImageClassification"], "keep_last": 1})");
+  put(dir / "hf" / "model.safetensors", tiny_checkpoint("abcd", std::nullopt));
+  put(dir / "hf" / "best.safetensors", tiny_checkpoint("abcd", std::nullopt));
+  put(dir / "run" / kConfigFile, R"({"format": "frugal-run-config", "version": 1})");
+  put(dir / "old" / checkpoint_file_name(1, 10, false), tiny_checkpoint("ab", std::nullopt));
+  EXPECT_FALSE(is_run_folder(dir / "hf"));
+  EXPECT_TRUE(is_run_folder(dir / "run"));
+  EXPECT_TRUE(is_run_folder(dir / "old"));
+  auto runs = find_run_folders(dir.path());
+  EXPECT_EQ(runs, (std::vector<fs::path>{dir / "old", dir / "run"}));
+  DiskUsage u = measure_usage(dir.path());
+  EXPECT_EQ(u.checkpoints, allocated_size(dir / "old" / checkpoint_file_name(1, 10, false)));
+}
+
+TEST(RunFolder, LinksInAWorkspaceAreCountedAsThemselvesNeverFollowed) {
+  TempDir dir;
+  put(dir / "big.bin", std::string(1 << 20, 'b'));
+  fs::create_directories(dir / "ws");
+  fs::create_symlink(dir / "big.bin", dir / "ws" / "link.zip");
+  DiskUsage u = measure_usage(dir / "ws");
+  EXPECT_EQ(u.data, 0u);
+  EXPECT_LT(u.total(), 8192u);
 }
 
 }  // namespace

@@ -27,8 +27,11 @@ frugal join "$t/p/data.bin.manifest.json" -o "$t/joined" 2>"$t/err"
 check "join exits 0" '[ $? -eq 0 ]'
 check "sha256sum of the join equals the original" '[ "$(sum "$t/joined")" == "$ORIG" ]'
 check "join keeps the parts" '[ -f "$t/p/data.bin.part0000" ]'
+frugal join "$t/p/data.bin.manifest.json" -o "$t/joined" >/dev/null 2>"$t/err"
+check "a rerun of a finished join checks the output and exits 0" '[ $? -eq 0 ] && grep -q "already joined" "$t/err"'
+printf 'x' >> "$t/joined"
 frugal join "$t/p/data.bin.manifest.json" -o "$t/joined" >/dev/null 2>&1
-check "join refuses to overwrite (2)" '[ $? -eq 2 ]'
+check "a different file at the output is refused (3) and kept" '[ $? -eq 3 ] && [ "$(sum "$t/joined")" != "$ORIG" ]'
 
 # A crash in the middle of part 2: the partial output holds part 0, 1 and half of 2.
 head -c 2500000 "$t/data.bin" > "$t/resumed.frugal-join"

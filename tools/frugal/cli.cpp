@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "frugal/error.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -161,9 +162,7 @@ int parse(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
-void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << std::endl; }
-
-bool stdout_is_tty() { return ::isatty(1) == 1; }
+void print_json(const nlohmann::json& doc) { std::cout << json_text(doc, 2) << std::endl; }
 
 CLI::Validator integer_in(long long lo, long long hi) {
   const std::string want = hi == LLONG_MAX ? "an integer >= " + std::to_string(lo)

@@ -1,6 +1,7 @@
 // frugal du [DIR] [--budget SIZE] [--json]
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
 #include "cli.h"
 #include "commands.h"
@@ -11,6 +12,7 @@
 #include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/run_folder.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace fs = std::filesystem;
@@ -63,32 +65,36 @@ int cmd_du(int argc, char** argv) {
   }
 
   if (json) {
-    print_json({{"workspace", dir},
-                {"usage", usage_json(usage)},
-                {"budget", budget ? nlohmann::json(*budget) : nlohmann::json(nullptr)},
-                {"budget_source", source},
-                {"free", free},
-                {"available", available},
-                {"over_budget", budget && usage.total() > *budget},
-                {"reclaimable", reclaimable_total},
-                {"runs", run_list}});
+    // json_text: paths on disk need not be UTF-8 (invalid bytes are shown as U+FFFD).
+    std::cout << json_text({{"workspace", dir},
+                            {"usage", usage_json(usage)},
+                            {"budget", budget ? nlohmann::json(*budget) : nlohmann::json(nullptr)},
+                            {"budget_source", source},
+                            {"free", free},
+                            {"available", available},
+                            {"over_budget", budget && usage.total() > *budget},
+                            {"reclaimable", reclaimable_total},
+                            {"runs", run_list}},
+                           2)
+              << std::endl;
     return 0;
   }
-  std::FILE* out = stdout;  // the result, even through a pipe (CLI.md)
+  // The table is the command's result: stdout (CLI.md), paths escaped for the terminal.
+  std::FILE* out = stdout;
   std::fprintf(out, "%-12s %12s\n", "kind", "size");
   for (FileKind k : {FileKind::data, FileKind::checkpoint, FileKind::temporary, FileKind::partial, FileKind::other})
     std::fprintf(out, "%-12s %12s\n", to_string(k), format_size(usage[k]).c_str());
   std::fprintf(out, "%-12s %12s\n", "total", format_size(usage.total()).c_str());
   if (budget)
-    std::fprintf(out, "budget       %12s (%s)%s\n", format_size(*budget).c_str(), source.c_str(),
+    std::fprintf(out, "budget       %12s (%s)%s\n", format_size(*budget).c_str(), printable(source).c_str(),
                  usage.total() > *budget ? "  OVER BUDGET" : "");
   std::fprintf(out, "free on disk %12s; room left %s\n", format_size(free).c_str(), format_size(available).c_str());
   if (reclaimable_total || usage.temporary)
     std::fprintf(out, "frugal clean %s would free at most %s (temporaries still being written are kept)\n",
-                 dir.c_str(), format_size(reclaimable_total + usage.temporary).c_str());
+                 printable(dir).c_str(), format_size(reclaimable_total + usage.temporary).c_str());
   if (usage.partial)
     std::fprintf(out, "partial: interrupted joins, never removed; frugal clean %s lists how to finish them\n",
-                 dir.c_str());
+                 printable(dir).c_str());
   return 0;
 }
 

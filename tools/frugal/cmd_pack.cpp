@@ -1,11 +1,13 @@
 // frugal pack SRC -o OUT.zip [--split SIZE] [--root NAME] [--idx-set SET] [--class-names a,b,...]
 #include <chrono>
+#include <iostream>
 
 #include "cli.h"
 #include "commands.h"
 #include "frugal/input_path.h"
 #include "frugal/pack.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -13,7 +15,8 @@ namespace frugal::cli {
 int cmd_pack(int argc, char** argv) {
   CLI::App app("Build a dataset zip from a folder of class sub-folders, or from IDX image + label files "
                "(e.g. train-images-idx3-ubyte.gz, written as PNGs in one folder per class). Files are "
-               "sorted and timestamps fixed, so the same input gives the same zip.", "pack");
+               "sorted and timestamps fixed, so the same input gives the same zip. Unfinished files "
+               "(*.frugal-tmp-*, *.frugal-join) are never packed.", "pack");
   std::string src, out, split_text, root, idx_set, class_names;
   bool json = false;
   app.add_option("SRC", src, "a folder of class sub-folders, an IDX images file, or a folder of IDX files")
@@ -43,14 +46,24 @@ int cmd_pack(int argc, char** argv) {
   }
   auto start = std::chrono::steady_clock::now();
   PackResult r = pack(src, options);
+  if (r.unfinished_skipped)
+    note("pack: skipped " + count_of(r.unfinished_skipped, "unfinished file") +
+         " in " + src + " (*.frugal-tmp-*, *.frugal-join: interrupted writes, not data)");
+  if (r.temporaries_removed)
+    note("pack: removed " + count_of(r.temporaries_removed, "abandoned temporary file") + " of an interrupted pack of " +
+         out);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (json) {
     nlohmann::json classes = nlohmann::json::object();
     for (const auto& [name, n] : r.classes) classes[name] = n;
-    print_json({{"output", r.output.string()}, {"source", r.source}, {"entries", r.entries}, {"stored", r.stored},
-                {"deflated", r.deflated}, {"bytes", r.bytes}, {"zip64", r.zip64}, {"parts", r.parts},
-                {"classes", classes}, {"seconds", seconds}});
+    // json_text: folder and file names on disk need not be UTF-8.
+    std::cout << json_text({{"output", r.output.string()}, {"source", r.source}, {"entries", r.entries},
+                            {"stored", r.stored}, {"deflated", r.deflated}, {"bytes", r.bytes}, {"zip64", r.zip64},
+                            {"parts", r.parts}, {"classes", classes}, {"unfinished_skipped", r.unfinished_skipped},
+                            {"temporaries_removed", r.temporaries_removed}, {"seconds", seconds}},
+                           2)
+              << std::endl;
   } else {
     note("packed " + count_of(r.entries, "entry") + " (" + std::to_string(r.stored) + " stored, " +
          std::to_string(r.deflated) + " deflated) into " + r.output.string() + " (" + format_size(r.bytes) +

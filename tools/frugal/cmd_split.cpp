@@ -1,11 +1,13 @@
 // frugal split FILE [--size SIZE] [-o DIR] [--json] [--no-sync]
 #include <chrono>
+#include <iostream>
 
 #include "cli.h"
 #include "commands.h"
 #include "frugal/input_path.h"
 #include "frugal/progress.h"
 #include "frugal/split.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace frugal::cli {
@@ -30,13 +32,21 @@ int cmd_split(int argc, char** argv) {
   options.sync = !no_sync;
   auto start = std::chrono::steady_clock::now();
   SplitResult r = split_file(file, options);
+  if (r.temporaries_removed)
+    note("split: removed " + count_of(r.temporaries_removed, "abandoned temporary file") + " of an interrupted split of " +
+         r.name);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (json) {
     nlohmann::json parts = nlohmann::json::array();
     for (const auto& p : r.parts) parts.push_back({{"file", p.file}, {"size", p.size}, {"sha256", p.sha256}});
-    print_json({{"manifest", r.manifest.string()}, {"name", r.name}, {"size", r.size}, {"sha256", r.sha256},
-                {"parts", parts}, {"seconds", seconds}});
+    // json_text: file names on disk need not be UTF-8 (invalid bytes are shown as U+FFFD; the
+    // manifest keeps them exactly).
+    std::cout << json_text({{"manifest", r.manifest.string()}, {"name", r.name}, {"size", r.size},
+                            {"sha256", r.sha256}, {"parts", parts}, {"temporaries_removed", r.temporaries_removed},
+                            {"seconds", seconds}},
+                           2)
+              << std::endl;
   } else {
     note("split " + r.name + " (" + format_size(r.size) + ") into " + count_of(r.parts.size(), "part") +
          "; manifest " + r.manifest.string());

@@ -13,6 +13,7 @@
 #include "frugal/error.h"
 #include "frugal/gpu_loader.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 
 namespace frugal::cli {
 namespace {
@@ -90,9 +91,9 @@ int bench_loader(int argc, char** argv) {
                 {"decode_backend", sel.gpu ? gpu_loader->backend() : std::string("turbojpeg")},
                 {"cpu_decoded", sel.gpu ? gpu_loader->cpu_decoded() : images}});
   } else {
-    std::fprintf(stderr, "%.1f images/s (%llu images in %.1f s, %d workers, %d px, %zu samples; skipped: %s)\n", rate,
-                 static_cast<unsigned long long>(images), elapsed, lo.workers, lo.image_size, ds->size(),
-                 skipped.summary().c_str());
+    std::printf("%.1f images/s (%llu images in %.1f s, %d workers, %d px, %zu samples; skipped: %s)\n", rate,
+                static_cast<unsigned long long>(images), elapsed, lo.workers, lo.image_size, ds->size(),
+                printable(skipped.summary()).c_str());
   }
   return 0;
 }

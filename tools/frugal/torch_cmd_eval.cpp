@@ -1,12 +1,15 @@
 // frugal eval CKPT --data ARCHIVE [--max-pixels N] [--max-bad-fraction F] [--json]
 #include <cmath>
 
+#include <cstdio>
+
 #include "cli.h"
 #include "commands.h"
 #include "frugal/compress.h"
 #include "frugal/data.h"
 #include "frugal/error.h"
 #include "frugal/progress.h"
+#include "frugal/terminal.h"
 #include "frugal/train.h"
 #include "frugal/units.h"
 
@@ -62,10 +65,12 @@ int cmd_eval(int argc, char** argv) {
     if (!match.absent.empty()) doc["absent_classes"] = match.absent;
     print_json(doc);
   } else {
-    note("accuracy " + format_percent(r.accuracy) + " loss " + std::to_string(r.loss) + " on " +
-         count_of(r.samples, "image"));
+    // The result: stdout (CLI.md), class names from data escaped.
+    std::printf("accuracy %s loss %s on %s\n", format_percent(r.accuracy).c_str(), std::to_string(r.loss).c_str(),
+                count_of(r.samples, "image").c_str());
     for (std::size_t i = 0; i < r.per_class.size(); ++i)
-      note("  " + classes[i] + ": " + (std::isnan(r.per_class[i]) ? "no images read" : format_percent(r.per_class[i])));
+      std::printf("  %s: %s\n", printable(classes[i]).c_str(),
+                  std::isnan(r.per_class[i]) ? "no images read" : format_percent(r.per_class[i]).c_str());
   }
   return 0;
 }

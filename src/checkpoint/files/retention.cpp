@@ -6,23 +6,37 @@
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/run_folder.h"
+#include "frugal/terminal.h"
 
 namespace fs = std::filesystem;
 
 namespace frugal {
 
+namespace {
+// As `frugal train` takes --keep-best / --keep-last.
+constexpr std::uint64_t kMaxKeep = 1u << 20;
+
+// keep_best / keep_last: absent means the default; a value that is not a whole number from 0 to
+// kMaxKeep ("10", -1, 2.5, true, null) is refused, never read as the default: a default of 2 where
+// the user asked for 10 deletes 8 checkpoints.
+void read_keep(const nlohmann::json& j, const char* key, const fs::path& config, int& out) {
+  const auto it = j.find(key);
+  if (it == j.end()) return;
+  const auto n = config_whole_number(*it, kMaxKeep);
+  if (!n)
+    fail(ErrorKind::invalid, config.string() + ": " + key,
+         "a whole number of checkpoints from 0 to " + std::to_string(kMaxKeep), json_text(*it).substr(0, 100),
+         "write it as a number (e.g. 10) or remove the key for the default; nothing was deleted");
+  out = static_cast<int>(*n);
+}
+}  // namespace
+
 RetentionPolicy retention_from_config(const fs::path& run) {
   RetentionPolicy p;
-  std::error_code ec;
-  if (!fs::exists(run / kConfigFile, ec)) return p;
-  try {
-    auto j = nlohmann::json::parse(read_file(run / kConfigFile));
-    if (j.contains("keep_best") && j["keep_best"].is_number_integer()) p.keep_best = j["keep_best"].get<int>();
-    if (j.contains("keep_last") && j["keep_last"].is_number_integer()) p.keep_last = j["keep_last"].get<int>();
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::invalid, (run / kConfigFile).string(), "a JSON object", std::string("unparsable JSON (") + e.what() + ")",
-         "fix or remove the file");
-  }
+  const auto j = read_run_config(run);
+  if (!j) return p;
+  read_keep(*j, "keep_best", run / kConfigFile, p.keep_best);
+  read_keep(*j, "keep_last", run / kConfigFile, p.keep_last);
   return p;
 }
 

@@ -1,4 +1,6 @@
-// Run folders: finding them and the disk budget their config.json asks for.
+// Run folders: finding them, whose a folder is (run_folder_owner), reading their config.json, and
+// the disk budget it asks for. Every file here may be anything (a FIFO, a link out, /dev/zero): it
+// is read only when it is a regular file in the folder, and only up to a size cap.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,18 +10,89 @@
 #include "frugal/error.h"
 #include "frugal/fs.h"
 #include "frugal/run_folder.h"
+#include "frugal/terminal.h"
 #include "frugal/units.h"
 
 namespace fs = std::filesystem;
 
 namespace frugal {
 
+namespace {
+
+// A config.json is at most this big (a real one is a few KB); beyond it is not a run's config, and
+// it is not read into memory (a link to /dev/zero would never end).
+constexpr std::uint64_t kMaxConfigBytes = 1u << 20;
+
+// "format": "frugal-run-config" (every frugal train writes it): a folder whose config.json says so
+// is a run folder even before its first checkpoint. Never throws: a config that cannot be read as
+// frugal's only says the folder is not recognised by it.
+bool has_frugal_config(const fs::path& dir) {
+  struct stat st {};
+  const fs::path config = dir / kConfigFile;
+  if (::lstat(config.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  try {
+    auto text = read_regular_at_most(config, kMaxConfigBytes, Links::refuse);
+    if (!text) return false;
+    const auto j = parse_json_bounded(*text, config.string());
+    return j.is_object() && j.value("format", nlohmann::json()) == "frugal-run-config";
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+bool has_suffix(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// TensorBoard files of other writers ("...<host>.<pid>.0") are the user's, never frugal's.
+bool is_own_events(const std::string& name) {
+  return name.rfind("events.out.tfevents.", 0) == 0 && has_suffix(name, ".frugal");
+}
+
+// The names frugal reads, appends to or replaces in a run folder: regular files, or nothing.
+bool is_own_file(const std::string& name) {
+  return name == kConfigFile || name == kMetricsFile || name == kBestFile || is_own_events(name);
+}
+
+}  // namespace
+
 bool is_run_folder(const fs::path& dir) {
+  // Another program's folder with a config.json of its own (a Hugging Face model: config.json and
+  // model.safetensors) is not a run folder: `frugal clean` would apply retention to it.
+  if (has_frugal_config(dir)) return true;
   std::error_code ec;
-  if (fs::exists(dir / kConfigFile, ec) || fs::exists(dir / kBestFile, ec)) return true;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (parse_checkpoint_name(e.path().filename().string())) return true;
   return false;
+}
+
+std::optional<std::uint64_t> config_whole_number(const nlohmann::json& v, std::uint64_t max) {
+  if (v.is_number_unsigned()) {
+    const auto n = v.get<std::uint64_t>();
+    return n <= max ? std::optional(n) : std::nullopt;
+  }
+  if (v.is_number_integer()) return std::nullopt;  // negative
+  if (!v.is_number_float()) return std::nullopt;
+  const double d = v.get<double>();
+  // Below 2^53 every whole number is exact in a double, so 10.0 and 1e1 are 10 and nothing else.
+  if (!(d >= 0) || d >= 9007199254740992.0 || d != static_cast<double>(static_cast<std::uint64_t>(d)))
+    return std::nullopt;
+  const auto n = static_cast<std::uint64_t>(d);
+  return n <= max ? std::optional(n) : std::nullopt;
+}
+
+std::optional<nlohmann::json> read_run_config(const fs::path& run) {
+  const fs::path config = run / kConfigFile;
+  struct stat st {};
+  if (::lstat(config.c_str(), &st) != 0) return std::nullopt;
+  auto text = read_regular_at_most(config, kMaxConfigBytes, Links::refuse);
+  if (!text)
+    fail(ErrorKind::invalid, config.string(), "a run's config of at most 1 MiB", "a larger file",
+         "it is not frugal's; move it out of the run folder; nothing was changed");
+  nlohmann::json j = parse_json_bounded(*text, config.string());
+  if (!j.is_object())
+    fail(ErrorKind::invalid, config.string(), "a JSON object", j.type_name(), "fix or remove the file; nothing was changed");
+  return j;
 }
 
 std::vector<fs::path> find_run_folders(const fs::path& dir) {
@@ -45,64 +118,37 @@ std::vector<fs::path> find_run_folders(const fs::path& dir) {
 std::optional<std::pair<std::uint64_t, fs::path>> budget_from_runs(const std::vector<fs::path>& runs) {
   std::optional<std::pair<std::uint64_t, fs::path>> best;
   for (const auto& run : runs) {
-    std::error_code ec;
-    fs::path config = run / kConfigFile;
-    if (!fs::exists(config, ec)) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(config));
-    } catch (const nlohmann::json::exception& e) {
-      fail(ErrorKind::invalid, config.string(), "a JSON object", std::string("unparsable JSON (") + e.what() + ")",
-           "fix or remove the file");
-    }
-    if (!j.is_object() || !j.contains("disk_budget") || j["disk_budget"].is_null()) continue;
-    const auto& v = j["disk_budget"];
+    const fs::path config = run / kConfigFile;
+    const auto j = read_run_config(run);
+    if (!j || !j->contains("disk_budget") || (*j)["disk_budget"].is_null()) continue;
+    const auto& v = (*j)["disk_budget"];
     std::uint64_t bytes = 0;
-    if (v.is_number_unsigned()) {
-      bytes = v.get<std::uint64_t>();
-    } else if (v.is_string() && !v.get<std::string>().empty()) {  // "" = no budget (train's default)
-      try {
-        bytes = parse_size(v.get<std::string>());
-      } catch (const Error&) {
-        fail(ErrorKind::invalid, config.string() + ": disk_budget", "a size like 20G", v.dump(), "fix the file");
+    if (v.is_number()) {
+      const auto n = config_whole_number(v, UINT64_MAX);
+      if (!n)
+        fail(ErrorKind::invalid, config.string() + ": disk_budget", "a size like \"20G\" or a whole number of bytes",
+             json_text(v).substr(0, 100), "fix the file; nothing was changed");
+      bytes = *n;
+    } else if (v.is_string()) {
+      if (!v.get<std::string>().empty()) {  // "" = no budget (train's default)
+        try {
+          bytes = parse_size(v.get<std::string>());
+        } catch (const Error&) {
+          fail(ErrorKind::invalid, config.string() + ": disk_budget", "a size like 20G", json_text(v).substr(0, 100),
+               "fix the file; nothing was changed");
+        }
       }
+    } else {
+      fail(ErrorKind::invalid, config.string() + ": disk_budget", "a size like \"20G\" or a whole number of bytes",
+           json_text(v).substr(0, 100), "fix the file; nothing was changed");
     }
     if (bytes && (!best || bytes < best->first)) best = std::make_pair(bytes, config);
   }
   return best;
 }
 
-}  // namespace frugal
 
-namespace frugal {
 namespace {
-
-constexpr std::uint64_t kMaxRunConfigBytes = 1ull << 20;  // ours are a few KiB
-
-bool has_suffix(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// TensorBoard files of other writers ("...<host>.<pid>.0") are the user's, never frugal's.
-bool is_own_events(const std::string& name) {
-  return name.rfind("events.out.tfevents.", 0) == 0 && has_suffix(name, ".frugal");
-}
-
-// The names frugal reads, appends to or replaces in a run folder: regular files, or nothing.
-bool is_own_file(const std::string& name) {
-  return name == kConfigFile || name == kMetricsFile || name == kBestFile || is_own_events(name);
-}
-
-bool is_run_config(const fs::path& file) {
-  auto text = read_regular_at_most(file, kMaxRunConfigBytes, Links::refuse);
-  if (!text) return false;
-  try {
-    auto j = parse_json_bounded(*text, file.string());
-    return j.is_object() && j.contains("format") && j["format"] == "frugal-run-config";
-  } catch (const Error&) {
-    return false;
-  }
-}
 
 bool is_frugal_checkpoint(const fs::path& file) {
   try {
@@ -150,7 +196,7 @@ RunFolderOwner run_folder_owner(const fs::path& dir) {
            "frugal reads and appends its own files only as regular files (a FIFO would block it, a device "
            "never end, a link lead out of the folder): remove it, then run the same command again");
   bool config = std::binary_search(names.begin(), names.end(), std::string(kConfigFile));
-  if (config && is_run_config(dir / kConfigFile)) {
+  if (config && has_frugal_config(dir)) {
     out.kind = RunFolderOwner::Kind::frugal;
     return out;
   }
