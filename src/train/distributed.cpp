@@ -211,13 +211,16 @@ void wait_for_store(const DistEnv& env, std::chrono::steady_clock::time_point de
                     std::chrono::milliseconds timeout, const std::function<bool()>& stop_requested) {
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   bool said = false;
+  const auto started = std::chrono::steady_clock::now();
   for (;;) {
     if (stop_requested && stop_requested())
       fail(ErrorKind::interrupted, where, "", "",
            "stopped by a signal while rank " + std::to_string(env.rank) +
                " waited for the rendezvous; nothing was written; run the same command again to start");
     if (accepts_connections(env.master_addr, env.master_port, std::chrono::milliseconds(200))) return;
-    if (!said) {  // every rank says it, not only rank 0: a rank left waiting is what the user must see
+    // Said by every rank, not only rank 0 (a rank left waiting is what the user must see), once the
+    // wait is longer than ranks starting a moment apart take.
+    if (!said && std::chrono::steady_clock::now() - started >= std::min<std::chrono::milliseconds>(timeout / 2, std::chrono::seconds(10))) {
       const std::string line = "frugal: rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) +
                                ": waiting up to " + std::to_string(timeout.count() / 1000) +
                                " s for the rendezvous at " + where + " ({dist_timeout})";

@@ -24,7 +24,7 @@ check "...nothing written" '[ ! -e "$t/run1" ]'
 "${lonely[@]}" --run "$t/run2" --dist-timeout 2m >"$t/out" 2>"$t/err" &
 pid=$!
 on_exit "kill -KILL $pid 2>/dev/null"
-for _ in $(seq 1 300); do grep -q "waiting up to" "$t/err" && break; sleep 0.1; done
+for _ in $(seq 1 400); do grep -q "waiting up to" "$t/err" && break; sleep 0.1; done
 check "rank 1 is waiting for the rendezvous" 'grep -q "waiting up to 120 s" "$t/err"'
 kill -TERM $pid
 sent=$(date +%s.%N)

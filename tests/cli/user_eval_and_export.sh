@@ -28,8 +28,8 @@ src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], "w")
 dst.writestr("dark/000.png", src.read("dark/000.png"))
 PY
 expect_exit "eval on one image: done" 0 frugal eval run --data one.zip --workers 1
-expect_msg "eval on one image: '1 image', not '1 images'" "on 1 image"
-expect_no_msg "eval on one image: no '1 images'" "1 images"
+expect_msg "eval on one image: '1 image', not '1 images'" "on 1 image" "$t/out"
+expect_no_msg "eval on one image: no '1 images'" "1 images" "$t/out"
 
 # --- a test set with broken files ---------------------------------------------------------------
 cp data.zip broken.zip
@@ -42,7 +42,7 @@ PY
 expect_exit "eval on 2 broken of 34: exit 3" 3 frugal eval run --data broken.zip --workers 1
 expect_msg "eval on broken files: advises its own option" "raise --max-bad-fraction"
 expect_exit "eval with --max-bad-fraction raised: done" 0 frugal eval run --data broken.zip --workers 1 --max-bad-fraction 0.1
-expect_msg "eval with the limit raised: the good images evaluated" "on 32 images"
+expect_msg "eval with the limit raised: the good images evaluated" "on 32 images" "$t/out"
 expect_exit "eval --max-bad-fraction 1.5: exit 2" 2 frugal eval run --data data.zip --max-bad-fraction 1.5
 expect_msg "eval --max-bad-fraction 1.5: names the option" "--max-bad-fraction"
 expect_exit "eval --max-pixels 0: exit 2" 2 frugal eval run --data data.zip --max-pixels 0
