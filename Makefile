@@ -2,6 +2,8 @@
 # make tools - install what is missing, build frugal and frugal-torch only
 # make test  - install, build everything, run every test
 # make bench - run the benchmarks (ratios against baselines measured in the same run)
+# make sanitize - the torch-free unit tests under ASan+UBSan and TSan (scripts/sanitize.sh)
+# make tidy  - clang-tidy over the torch-free code (scripts/tidy.sh; its compile database in build-tidy/)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -9,7 +11,7 @@ CMAKE_FLAGS ?=
 # built by `make test` and `make bench`.
 DEMO_TARGETS = frugal frugal-torch
 
-.PHONY: all setup configure build tools test demo bench fuzz clean
+.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy clean
 
 all: build
 
@@ -45,5 +47,11 @@ bench: build
 fuzz: setup
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} scripts/fuzz.sh
 
+sanitize: setup
+	@scripts/sanitize.sh
+
+tidy:
+	@scripts/tidy.sh
+
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz
+	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-tsan

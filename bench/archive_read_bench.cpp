@@ -1,5 +1,8 @@
-// Measures frugal's zip reader for bench/verify.sh (no frugal debug sub-command needed):
+// Measures frugal's readers for bench/verify.sh and bench/readers.sh (no frugal debug sub-command):
 //   archive_read_bench open ZIP            best-of-3 seconds to open (parse the central directory)
+//   archive_read_bench open1 DATA CACHE    seconds of one open of any DATA (a tar: its index cached in
+//                                          folder CACHE, or never with "-"), for first and cached opens
+//   archive_read_bench group DATA CACHE    open1, then the WebDataset grouping (labels read): seconds of each
 //   archive_read_bench random ZIP SEQ      seconds for the single-entry reads listed in SEQ (entry
 //                                          indices, little-endian uint32, drawn by bench/verify.sh so
 //                                          that Python reads the very same sequence), each looked up
@@ -26,8 +29,9 @@
 
 #include <libdeflate.h>
 
-#include "frugal/archive.h"
-#include "frugal/error.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/archive/webdataset.h"
 
 namespace {
 
@@ -68,8 +72,7 @@ int floor_reads(const frugal::Archive& a, const std::vector<std::uint32_t>& seq)
     const std::uint8_t* p = file.data() + start[i];
     std::size_t got = e.compressed_size;
     if (e.method == 8) {
-      if (libdeflate_deflate_decompress(d, p, e.compressed_size, out.data(), out.size(), &got) !=
-          LIBDEFLATE_SUCCESS)
+      if (libdeflate_deflate_decompress(d, p, e.compressed_size, out.data(), out.size(), &got) != LIBDEFLATE_SUCCESS)
         ++bad;
       p = out.data();
     }
@@ -92,7 +95,8 @@ int floor_reads(const frugal::Archive& a, const std::vector<std::uint32_t>& seq)
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: archive_read_bench open ZIP | random ZIP SEQ [by-index] | floor ZIP SEQ\n");
+    std::fprintf(stderr,
+                 "usage: archive_read_bench open ZIP | open1 DATA CACHE | random ZIP SEQ [by-index] | floor ZIP SEQ\n");
     return 2;
   }
   const std::string mode = argv[1], path = argv[2];
@@ -110,6 +114,29 @@ int main(int argc, char** argv) {
         n = a->entries().size();
       }
       std::printf("{\"entries\": %zu, \"open_seconds\": %.4f, \"open_cpu_seconds\": %.4f}\n", n, best, best_cpu);
+      return 0;
+    }
+    if (mode == "open1" && argc >= 4) {
+      frugal::ArchiveOptions options;
+      options.index_cache_dir = std::string(argv[3]) == "-" ? std::filesystem::path() : std::filesystem::path(argv[3]);
+      auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_seconds();
+      auto a = frugal::Archive::open(path, options);
+      const double wall = seconds_since(t0), cpu = cpu_seconds() - c0;
+      std::printf("{\"entries\": %zu, \"open_seconds\": %.4f, \"open_cpu_seconds\": %.4f}\n", a->entries().size(), wall,
+                  cpu);
+      return 0;
+    }
+    if (mode == "group" && argc >= 4) {
+      frugal::ArchiveOptions options;
+      options.index_cache_dir = std::string(argv[3]) == "-" ? std::filesystem::path() : std::filesystem::path(argv[3]);
+      auto t0 = std::chrono::steady_clock::now();
+      auto a = frugal::Archive::open(path, options);
+      const double open_s = seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      const auto samples = frugal::group_webdataset(*a);
+      std::printf("{\"entries\": %zu, \"samples\": %zu, \"open_seconds\": %.4f, \"group_seconds\": %.4f}\n",
+                  a->entries().size(), samples.samples.size(), open_s, seconds_since(t0));
       return 0;
     }
     if ((mode == "random" || mode == "floor") && argc >= 4) {

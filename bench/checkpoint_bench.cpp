@@ -11,17 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/checkpoint.h"
-#include "frugal/models.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/models/models.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

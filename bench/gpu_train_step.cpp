@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "frugal/error.h"
-#include "frugal/train.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/train/train.h"
+#include "frugal/util/units.h"
 #include "train/device.h"
 
 namespace {
@@ -34,7 +34,8 @@ Bench make(const std::string& name, int micro_batch, const torch::Device& dev, f
   b.model->to(dev);
   b.model->train();
   b.opt = frugal::make_optimizer(*b.model, frugal::OptimizerOptions{});
-  b.scaler = std::make_unique<frugal::LossScaler>(frugal::LossScalerOptions{.enabled = amp == frugal::AmpMode::fp16}, dev);
+  b.scaler =
+      std::make_unique<frugal::LossScaler>(frugal::LossScalerOptions{.enabled = amp == frugal::AmpMode::fp16}, dev);
   frugal::StepOptions s;
   s.micro_batch = micro_batch;
   s.amp = amp;
@@ -89,9 +90,10 @@ int main(int argc, char** argv) {
       int mid = (lo + hi) / 2;
       (settled(name, mid, size, dev, amp) == mid ? lo : hi) = mid;
     }
-    std::printf("{\"model\": \"%s\", \"image_size\": %d, \"gpu_memory\": \"%s\", \"amp\": \"%s\", \"max_micro_batch\": %d, "
-                "\"device\": \"%s\"}\n",
-                name.c_str(), size, argv[5], frugal::to_string(amp), lo, device.c_str());
+    std::printf(
+        "{\"model\": \"%s\", \"image_size\": %d, \"gpu_memory\": \"%s\", \"amp\": \"%s\", \"max_micro_batch\": %d, "
+        "\"device\": \"%s\"}\n",
+        name.c_str(), size, argv[5], frugal::to_string(amp), lo, device.c_str());
     return 0;
   }
   int steps = std::atoi(argv[4]);
@@ -103,8 +105,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < steps; ++i) b.step->run(data);
   torch::cuda::synchronize();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"model\": \"%s\", \"batch\": %d, \"image_size\": %d, \"amp\": \"%s\", \"images_per_s\": %.3f, "
-              "\"micro_batch\": %d, \"device\": \"%s\"}\n",
-              name.c_str(), n, size, frugal::to_string(amp), n * steps / secs, b.step->micro_batch(), device.c_str());
+  std::printf(
+      "{\"model\": \"%s\", \"batch\": %d, \"image_size\": %d, \"amp\": \"%s\", \"images_per_s\": %.3f, "
+      "\"micro_batch\": %d, \"device\": \"%s\"}\n",
+      name.c_str(), n, size, frugal::to_string(amp), n * steps / secs, b.step->micro_batch(), device.c_str());
   return 0;
 }

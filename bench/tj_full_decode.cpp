@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "frugal/archive.h"
-#include "frugal/image.h"
+#include "frugal/archive/archive.h"
+#include "frugal/image/image.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "frugal/host_memory.h"
-#include "frugal/train.h"
+#include "frugal/util/host_memory.h"
+#include "frugal/train/train.h"
 
 int main(int argc, char** argv) {
   if (argc != 6 && argc != 7) {
@@ -31,12 +31,13 @@ int main(int argc, char** argv) {
   s.amp = argc == 7 ? frugal::parse_amp(argv[6]) : frugal::AmpMode::off;
   frugal::TrainStep step(*model, *opt.optimizer, scaler, s);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> data = {
-      {torch::randint(0, 256, {batch, channels, size, size}, torch::kUInt8), torch::randint(0, 10, {batch}, torch::kInt64)}};
+      {torch::randint(0, 256, {batch, channels, size, size}, torch::kUInt8),
+       torch::randint(0, 10, {batch}, torch::kInt64)}};
   for (int i = 0; i < 3; ++i) step.run(data);  // warm-up: allocator, oneDNN primitives
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) step.run(data);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"images_per_s\": %.3f, \"threads\": %d, \"amp\": \"%s\"}\n", batch * steps / secs, at::get_num_threads(),
-              frugal::to_string(s.amp));
+  std::printf("{\"images_per_s\": %.3f, \"threads\": %d, \"amp\": \"%s\"}\n", batch * steps / secs,
+              at::get_num_threads(), frugal::to_string(s.amp));
   return 0;
 }

@@ -4,11 +4,20 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API: cropped decoding (jpeg_crop_scanline), which TurboJPEG 2.1 lacks.
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
+# Images as they come (src/image): WebP (libwebp; libwebpdemux for an animation's first frame),
+# TIFF (libtiff) and GIF (giflib, which ships no .pc file). BMP is read by frugal itself.
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp libwebpdemux)
+pkg_check_modules(TIFF REQUIRED IMPORTED_TARGET libtiff-4)
+find_package(GIF 5 REQUIRED)
 pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate)
 # zlib: streaming gunzip of IDX files, so that output can stop at the declared size (libdeflate
 # inflates whole buffers only). Installed with libspng-dev, which depends on it.
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+# xz and bzip2: a compressed tar is recognised by its first decompressed block and, when asked,
+# decompressed once (include/frugal/archive/decompress.h). Debian's libbz2-dev has no .pc file.
+pkg_check_modules(LZMA REQUIRED IMPORTED_TARGET liblzma)
+find_package(BZip2 REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 # RE2 for --label-pattern: linear time in the name matched, no recursion (std::regex overflowed

@@ -1,3 +1,12 @@
+# frugal_warnings(TARGET): -Wall -Wextra on frugal's own code, and -Werror where FRUGAL_WERROR is on
+# (CI: .ci/run), so that a warning fails the change that adds it instead of piling up.
+function(frugal_warnings target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+  if(FRUGAL_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
 # frugal_library(NAME [TORCH] [DIR SUBDIR] DEPS ...): a static library from src/NAME/*.cpp (or
 # src/SUBDIR/*.cpp: a torch-free part of a subsystem, e.g. checkpoint/files), public headers from
 # include/, private ones from its own folder only (frugal_private_includes).
@@ -16,7 +25,7 @@ function(frugal_library name)
     PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include)
   frugal_private_includes(frugal_${name} ${ARG_DIR})
   target_link_libraries(frugal_${name} PUBLIC ${ARG_DEPS} Threads::Threads)
-  target_compile_options(frugal_${name} PRIVATE -Wall -Wextra)
+  frugal_warnings(frugal_${name})
   if(ARG_TORCH)
     target_link_libraries(frugal_${name} PUBLIC ${TORCH_LIBRARIES})
     frugal_torch_pch(frugal_${name})

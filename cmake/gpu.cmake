@@ -60,7 +60,7 @@ add_library(frugal_gpu STATIC ${_gpu_srcs})
 target_include_directories(frugal_gpu PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_BINARY_DIR}/include)
 frugal_private_includes(frugal_gpu gpu)
 target_link_libraries(frugal_gpu PUBLIC frugal_image frugal_util Threads::Threads)
-target_compile_options(frugal_gpu PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
+frugal_warnings(frugal_gpu)
 if(FRUGAL_CUDA)
   # C++17 for nvcc: CMake 3.25 does not know nvcc 13's C++20 flag; the .cu files need no more.
   set_target_properties(frugal_gpu PROPERTIES CUDA_ARCHITECTURES "${FRUGAL_CUDA_ARCHS}" CUDA_STANDARD 17)

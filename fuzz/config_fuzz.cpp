@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config_file.h"
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
@@ -16,7 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                    "fuzz.toml", flags);
     for (const auto& a : args)
       if (a.size() < 3 || a.compare(0, 2, "--") != 0 || a.find('\0') != std::string::npos) __builtin_trap();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "frugal/error.h"
-#include "frugal/run_folder.h"
+#include "frugal/util/error.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -26,8 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (bytes != item.bytes) __builtin_trap();
       if (item.mode != "same" && item.mode != "xor" && item.mode != "raw") __builtin_trap();
     }
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   // A folder that does not exist: confine_path() finds nothing to lstat and writes nothing.
   const std::filesystem::path run = "/nonexistent-frugal-fuzz/run";
   try {
@@ -35,7 +34,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (base.parent_path() != run || base.filename() == "ckpt-e0001-s000020.delta.safetensors" ||
         base.filename() == ".." || base.filename() == ".")
       __builtin_trap();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -6,7 +6,7 @@
 #include <span>
 
 #include "archive/mnist_idx.h"
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // The fourth byte is the IDX dimension count: 3 reads images, anything else labels (which then
@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
       (void)frugal::parse_idx_labels(raw, "fuzz-labels-idx1-ubyte");
     }
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -4,17 +4,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "data/labels_csv.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "dataset/labels_csv.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    auto table = frugal::detail::parse_labels_csv(std::string_view(reinterpret_cast<const char*>(data), size),
-                                                  "labels.csv");
+    auto table =
+        frugal::detail::parse_labels_csv(std::string_view(reinterpret_cast<const char*>(data), size), "labels.csv");
     for (const auto& [path, label] : table)
       if (path.empty() || frugal::normalize_relative(path) != path) __builtin_trap();
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

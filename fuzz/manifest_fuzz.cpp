@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "archive/manifest.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace {
 bool same(const frugal::SplitManifest& a, const frugal::SplitManifest& b) {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "data/npy.h"
-#include "frugal/error.h"
+#include "dataset/npy.h"
+#include "frugal/util/error.h"
 
 namespace {
 
@@ -21,8 +21,7 @@ void read_as_dataset_does(const frugal::detail::NpyHeader& h, std::span<const st
   frugal::Image out;
   try {
     frugal::detail::npy_image(b.subspan(h.data_offset), h.shape, "fuzz.npy", out);  // one-sample file
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   if (h.shape.size() >= 3 && h.shape[0] > 0) {  // an (N, ...) array: its last sample
     std::vector<std::int64_t> one(h.shape.begin() + 1, h.shape.end());
     std::size_t sample = 1;
@@ -30,8 +29,7 @@ void read_as_dataset_does(const frugal::detail::NpyHeader& h, std::span<const st
     const std::size_t last = h.data_offset + static_cast<std::size_t>(h.shape[0] - 1) * sample;
     try {
       frugal::detail::npy_image(b.subspan(last, sample), one, "fuzz.npy[N-1]", out);
-    } catch (const frugal::Error&) {
-    }
+    } catch (const frugal::Error&) {}
   }
 }
 
@@ -45,7 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (h.data_offset > size || h.count() * static_cast<std::uint64_t>(h.item_size) > size - h.data_offset)
       __builtin_trap();
     read_as_dataset_does(h, b);
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "frugal/checked.h"
-#include "frugal/error.h"
-#include "frugal/run_folder.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
@@ -23,7 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& d : spec["shape"]) bytes *= d.get<std::uint64_t>();
       if (bytes != end - begin) __builtin_trap();
     }
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/error.h"
-#include "train/schedule.h"
+#include "frugal/util/error.h"
+#include "frugal/budget/time_budget.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto j = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), nullptr, false);
@@ -33,7 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const double lr = tb.lr(1.0, from + k, 0.02);
       if (!(lr >= 0 && lr <= 1.0 + 1e-12)) __builtin_trap();
     }
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

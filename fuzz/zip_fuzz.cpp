@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "frugal/archive.h"
-#include "frugal/error.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   frugal::ArchiveOptions options;
@@ -26,10 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       try {
         archive->read(i, buf);
         if (auto v = archive->stored_view(i); v && v->size() != buf.size()) __builtin_trap();
-      } catch (const frugal::Error&) {
-      }
+      } catch (const frugal::Error&) {}
     }
-  } catch (const frugal::Error&) {
-  }
+  } catch (const frugal::Error&) {}
   return 0;
 }

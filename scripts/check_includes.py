@@ -14,8 +14,7 @@ A file fails, named by file:line, when
       includes LibTorch or a header of this repository that does, at any depth;
   (d) tools/ includes anything of this repository but include/frugal/ and its own headers;
   and a public header that belongs to no library is named too. A public header belongs to the
-  library it is named after (include/frugal/<lib>.h, include/frugal/<lib>/...), else to the one
-  library with a src/<lib>/<same name>.cpp or .cu, else to OWNERS below.
+  library whose folder it is in, include/frugal/<lib>/: ownership is read from the path alone.
 
 Usage: check_includes.py [--root DIR]   (exit 1 and one line per problem when a rule is broken)
        check_includes.py --self-test    (a small fake tree that breaks each rule must be caught)
@@ -27,13 +26,6 @@ import re
 import sys
 import tempfile
 
-# Public headers whose owner neither their name nor a .cpp of the same name tells.
-OWNERS = {
-    "checked.h": "util",  # header-only overflow-checked arithmetic
-    "onnx.h": "compress",  # compress/onnx_export.cpp
-    "oom.h": "data",  # header-only: out-of-memory recognition and retry, for data and train
-    "version.h": "util",  # generated into the build folder
-}
 TORCH_PREFIXES = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_EXTS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -144,17 +136,9 @@ class Checker:
         return None
 
     def owner_of_public(self, path):
-        """The library a header under include/frugal/ belongs to, or None."""
-        sub = os.path.relpath(path, self.rel("include", "frugal"))
-        first = sub.split(os.sep)[0]
-        stem = os.path.splitext(first)[0]
-        if stem in self.libs:
-            return stem
-        if sub in OWNERS:
-            return OWNERS[sub]
-        owners = {name for folder, name in self.folders
-                  for ext in (".cpp", ".cu") if self.exists(self.rel("src", folder, stem + ext))}
-        return owners.pop() if len(owners) == 1 else None
+        """The library a header under include/frugal/<library>/ belongs to, or None."""
+        parts = os.path.relpath(path, self.rel("include", "frugal")).split(os.sep)
+        return parts[0] if len(parts) > 1 and parts[0] in self.libs else None
 
     def owner(self, path):
         if path.startswith(self.rel("include", "frugal") + os.sep):
@@ -237,8 +221,7 @@ class Checker:
         for path in source_files(self.root, self.rel("include", "frugal")):
             lib = self.owner_of_public(path)
             if lib is None or lib not in self.libs:
-                self.fail(path, 1, "a public header of no library: name it after its library or its .cpp, "
-                          "or add it to OWNERS in scripts/check_includes.py")
+                self.fail(path, 1, "a public header of no library: put it in include/frugal/<library>/")
                 continue
             self.check_library_file(path, lib)
         for path in source_files(self.root, "tools"):
@@ -265,25 +248,26 @@ def self_test():
                           "frugal_library(files DIR train/files DEPS frugal_util)\n",
         "cmake/gpu.cmake": "add_library(frugal_gpu STATIC x)\n"
                            "target_link_libraries(frugal_gpu PUBLIC frugal_image frugal_util Threads::Threads)\n",
-        "include/frugal/util.h": "#pragma once\n#include <string>\n",
-        "include/frugal/hash.h": '#include "frugal/util.h"\n',  # util's, by src/util/hash.cpp
-        "include/frugal/image.h": '#include "frugal/util.h"\n',
-        "include/frugal/data.h": "#include <torch/torch.h>\n",
-        "include/frugal/train.h": '#include "frugal/data.h"\n',
-        "include/frugal/orphan.h": "",
-        "src/util/hash.cpp": '#include "frugal/hash.h"\n#include <ATen/ATen.h>\n',
-        "src/image/resize.h": '#include "frugal/image.h"\n',
-        "src/image/resize.cpp": '#include "image/resize.h"\n#include "resize.h"\n#include "frugal/data.h"\n',
-        "src/gpu/plan.h": '#include "frugal/image.h"\n',
+        "include/frugal/util/util.h": "#pragma once\n#include <string>\n",
+        "include/frugal/util/hash.h": '#include "frugal/util/util.h"\n',
+        "include/frugal/image/image.h": '#include "frugal/util/util.h"\n',
+        "include/frugal/data/data.h": "#include <torch/torch.h>\n",
+        "include/frugal/train/train.h": '#include "frugal/data/data.h"\n',
+        "include/frugal/orphan.h": "",  # not in a library's folder
+        "include/frugal/ghost/ghost.h": "",  # the folder of no library (ghost is commented out)
+        "src/util/hash.cpp": '#include "frugal/util/hash.h"\n#include <ATen/ATen.h>\n',
+        "src/image/resize.h": '#include "frugal/image/image.h"\n',
+        "src/image/resize.cpp": '#include "image/resize.h"\n#include "resize.h"\n#include "frugal/data/data.h"\n',
+        "src/gpu/plan.h": '#include "frugal/image/image.h"\n',
         "src/gpu/plan.cpp": '#include "gpu/plan.h"\n#include "../data/oom.h"\n',
         "src/data/oom.h": "#include <c10/core/Device.h>\n",
-        "src/data/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train.h"\n#include "frugal/image.h"\n',
-        "src/train/run.cpp": '#include "frugal/image.h"\n#include "data/oom.h"\n#include "files/names.h"\n',
-        "src/train/files/names.h": '#include "frugal/hash.h"\n',
-        "src/train/files/names.cpp": '#include "names.h"\n#include "frugal/train.h"\n',
-        "tools/frugal/cmd_ls.cpp": '#include "frugal/image.h"\n#include "cli.h"\n#include "frugal/train.h"\n',
+        "src/data/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train/train.h"\n#include "frugal/image/image.h"\n',
+        "src/train/run.cpp": '#include "frugal/image/image.h"\n#include "data/oom.h"\n#include "files/names.h"\n',
+        "src/train/files/names.h": '#include "frugal/util/hash.h"\n',
+        "src/train/files/names.cpp": '#include "names.h"\n#include "frugal/train/train.h"\n',
+        "tools/frugal/cmd_ls.cpp": '#include "frugal/image/image.h"\n#include "cli.h"\n#include "frugal/train/train.h"\n',
         "tools/frugal/cli.h": "#include <vector>\n",
-        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train.h"\n#include "data/oom.h"\n',
+        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train/train.h"\n#include "data/oom.h"\n',
     }
     expected = {
         ("src/util/hash.cpp", 2, "(c)"),  # <ATen/ATen.h> in torch-free util
@@ -298,6 +282,7 @@ def self_test():
         ("src/train/files/names.cpp", 2, "(b)"),  # files depends on util only
         ("src/train/files/names.cpp", 2, "(c)"),
         ("include/frugal/orphan.h", 1, "public header of no library"),
+        ("include/frugal/ghost/ghost.h", 1, "public header of no library"),
         ("tools/frugal/cmd_ls.cpp", 3, "(c)"),  # cmd_* is linked into the torch-free frugal
         ("tools/frugal/torch_cmd_train.cpp", 2, "(d)"),
     }

@@ -2,7 +2,7 @@
 """Holds the library's messages to one rule: they name a user's setting as "{key}", never as a flag.
 
 The spelling of a setting ("--disk-budget" on frugal's command line) is the front end's
-(include/frugal/settings_text.h); library code writes "{disk_budget}" and message(), Error and
+(include/frugal/util/settings_text.h); library code writes "{disk_budget}" and message(), Error and
 note() spell it. Scanned: the string literals (comments and character literals skipped, escapes
 honoured) of src/** and include/frugal/**.
 
@@ -22,8 +22,9 @@ import sys
 import tempfile
 
 # Files whose literals are the front end's spelling by design, and literals that are no setting.
-ALLOWED_FILES = {"src/train/train_options.cpp"}  # the one option table: CLI names beside keys
-ALLOWED_FLAGS = {"--index-url"}  # pip's own option in doctor's install command
+ALLOWED_FILES = {"src/run/train_options.cpp"}  # the one option table: CLI names beside keys
+# pip's own option in doctor's install command; torchrun's own in the command --nproc runs
+ALLOWED_FLAGS = {"--index-url", "--standalone", "--nproc-per-node", "--no-python"}
 SOURCE_EXTS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 FLAG_RE = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 KEY_RE = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -110,7 +111,7 @@ def self_test():
         put("src/util/settings_text.cpp", 'constexpr std::string_view kKeys[] = {"amp", "disk_budget"};\n')
         put("src/a/good.cpp", '// "--flag" in a comment\nauto s = "raise {disk_budget}"; auto t = {x};\n'
                               'char c = \'"\'; auto u = "a \\" quote then {amp}";\n')
-        put("src/train/train_options.cpp", 'auto s = "--epochs";\n')
+        put("src/run/train_options.cpp", 'auto s = "--epochs";\n')
         put("src/a/flag.cpp", 'int x;\nauto s = "raise --disk-budget";\n')
         put("include/frugal/key.h", 'auto s = "give {gpu_memory}";\n')
         got = check(root)

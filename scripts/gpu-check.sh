@@ -115,6 +115,7 @@ configure() {
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix/usr" \
     -DFRUGAL_PYTHON="$py" -DFRUGAL_NVJPEG_ROOT="$carry/nvjpeg" -DFRUGAL_CUDA_ARCHITECTURES="${GPU_CHECK_ARCH:-90}" \
     -DTORCH_CUDA_ARCH_LIST="${GPU_CHECK_TORCH_ARCH:-9.0}" -DFRUGAL_FUZZ=OFF \
+    -DFRUGAL_PARQUET="$("$py" -c 'import pyarrow' >/dev/null 2>&1 && echo ON || echo OFF)" \
     -DCMAKE_POLICY_VERSION_MINIMUM=3.5 || return 1  # CMake 4 against Debian's older package configs
   grep -E '^(NVJPEG_LIBRARY|OPENSSL_CRYPTO_LIBRARY|GTest_DIR|CLI11_DIR)' "$build/CMakeCache.txt"
 }

@@ -18,7 +18,8 @@ say() { echo "gpu-prepare: $*" >&2; }
 DEBS="libturbojpeg0 libturbojpeg0-dev libjpeg62-turbo libjpeg62-turbo-dev libspng0 libspng-dev zlib1g-dev
   libdeflate0 libdeflate-dev libzstd1 libzstd-dev libxxhash0 libxxhash-dev libssl3 libssl-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus3 libtomlplusplus-dev libgtest-dev libgmock-dev
-  libbenchmark1debian libbenchmark-dev pkgconf pkgconf-bin libpkgconf3 pkg-config libgloo-dev libre2-9 libre2-dev"
+  libbenchmark1debian libbenchmark-dev pkgconf pkgconf-bin libpkgconf3 pkg-config libgloo-dev libre2-9 libre2-dev
+  libwebp7 libwebpdemux2 libwebp-dev libgif7 libgif-dev libtiff6 libtiff-dev libjbig0 liblerc4 liblzma5 liblzma-dev libbz2-1.0 libbz2-dev"
 
 mkdir -p "$carry/debs" "$carry/nvjpeg/include" "$carry/nvjpeg/lib"
 missing=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: unit and CLI tests through CTest, then a short fuzzing pass.
+# Runs every test: unit and CLI tests through CTest, a short fuzzing pass, then the sanitizer builds'
+# unit tests (scripts/sanitize.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -7,6 +8,11 @@ rc=0
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 900 || rc=1
 if [ -x scripts/fuzz.sh ]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh || rc=1
+fi
+# The torch-free libraries' unit tests under ASan+UBSan and the threaded ones under TSan
+# (FRUGAL_SANITIZE=0 leaves them out of a run by hand).
+if [ "${FRUGAL_SANITIZE:-1}" != 0 ]; then
+  scripts/sanitize.sh || rc=1
 fi
 [ $rc -eq 0 ] && echo "test: all passed" || echo "test: FAILED"
 exit $rc

@@ -14,10 +14,10 @@
 #include <mutex>
 
 #include "archive/part_set.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/units.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -176,7 +176,8 @@ class PartsSource final : public ByteSource {
     if (::fstat(fd.get(), &st) != 0) fail_errno("stat", p.path.string(), errno);
     p.size = static_cast<std::uint64_t>(st.st_size);
     if (i < set.expected_sizes.size() && set.expected_sizes[i] != p.size)
-      fail(ErrorKind::invalid, p.path.string(), "the size in the manifest, " + std::to_string(set.expected_sizes[i]) + " bytes",
+      fail(ErrorKind::invalid, p.path.string(),
+           "the size in the manifest, " + std::to_string(set.expected_sizes[i]) + " bytes",
            std::to_string(p.size) + " bytes", "the part is truncated or replaced; run 'frugal verify' on the manifest");
     if (p.size > 0) {
       void* m = ::mmap(nullptr, p.size, PROT_READ, MAP_SHARED, fd.get(), 0);
@@ -185,8 +186,9 @@ class PartsSource final : public ByteSource {
       p.slot = guard::watch(p.data, p.size, &shrunk_parts_[i], &shrunk_);
       if (!p.slot) {
         ::munmap(m, p.size);
-        fail(ErrorKind::unsupported, p.path.string(), "at most " + std::to_string(guard::kSlots) + " parts open at once",
-             "more", "read fewer or larger parts at a time");
+        fail(ErrorKind::unsupported, p.path.string(),
+             "at most " + std::to_string(guard::kSlots) + " parts open at once", "more",
+             "read fewer or larger parts at a time");
       }
     }
     size_ += p.size;

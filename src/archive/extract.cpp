@@ -15,13 +15,13 @@
 
 #include "archive/leftovers.h"
 #include "archive/no_clobber.h"
-#include "frugal/archive.h"
-#include "frugal/checked.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/progress.h"
-#include "frugal/units.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -62,8 +62,7 @@ void refuse_unsafe(const Archive& archive, const std::vector<std::size_t>& selec
   }
   if (bad == 0) return;
   if (bad > 10) list += ", and " + std::to_string(bad - 10) + " more";
-  fail(ErrorKind::invalid, archive.display_name(), "entries safe to extract",
-       std::to_string(bad) + " unsafe: " + list,
+  fail(ErrorKind::invalid, archive.display_name(), "entries safe to extract", std::to_string(bad) + " unsafe: " + list,
        "nothing was written; run 'frugal verify' for the full list, or extract other entries by pattern");
 }
 
@@ -218,7 +217,18 @@ std::set<FileId> archive_files(const Archive& archive) {
   return ids;
 }
 
-bool same_content(const fs::path& path, const ZipEntry& e) {
+// `e`'s CRC-32: the recorded one, or for entries without one (tar members, a folder's files) the
+// CRC-32 of their bytes, read here.
+std::uint32_t entry_crc(const Archive& archive, std::size_t i) {
+  const ZipEntry& e = archive.entries()[i];
+  if (e.has_crc32) return e.crc32;
+  std::uint32_t crc = 0;
+  archive.read_to(i, [&](std::span<const std::uint8_t> piece) { crc = crc32(crc, piece.data(), piece.size()); });
+  return crc;
+}
+
+bool same_content(const fs::path& path, const Archive& archive, std::size_t i) {
+  const ZipEntry& e = archive.entries()[i];
   UniqueFd fd = open_regular(path, Links::refuse);
   std::vector<char> buf(1 << 20);
   std::uint32_t crc = 0;
@@ -228,8 +238,96 @@ bool same_content(const fs::path& path, const ZipEntry& e) {
     crc = crc32(crc, buf.data(), n);
     off += n;
   }
-  return crc == e.crc32;
+  return crc == entry_crc(archive, i);
 }
+
+std::string listed(const std::vector<std::string>& list) {
+  std::string out;
+  for (std::size_t k = 0; k < list.size() && k < 10; ++k) out += (k ? ", " : "") + list[k];
+  if (list.size() > 10) out += ", and " + std::to_string(list.size() - 10) + " more";
+  return out;
+}
+
+// Decides, entry by entry, what extraction does at the place each goes (see plan_targets), and
+// gathers what stands in the way: `conflicts_` are refused, `unreplaceable_` not even {overwrite}
+// may replace.
+class TargetPlanner {
+ public:
+  TargetPlanner(const Archive& archive, const fs::path& root, ExistingFiles existing, const std::set<FileId>& protect)
+      : archive_(archive), root_(root), existing_(existing), protect_(protect) {}
+
+  Action action_for(std::size_t i, const std::string& norm) {
+    const ZipEntry& e = archive_.entries()[i];
+    const fs::path target = target_of(root_, e, archive_.display_name() + ":" + e.name);
+    // A file where this entry needs a folder on its way cannot be settled by replacing anything.
+    if (const std::string blocked = blocked_on_the_way(norm); !blocked.empty()) return settle(e, blocked);
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) != 0) return e.is_dir ? Action::dir : Action::write;
+    if (e.is_dir)
+      return S_ISDIR(st.st_mode) ? Action::dir : settle(e, file_kind(target).substr(2) + " where a folder goes");
+    return for_file_there(i, target, st);
+  }
+
+  // Throws, naming up to 10 of them, when anything stands in the way.
+  void refuse_conflicts() const {
+    if (!unreplaceable_.empty())
+      fail(ErrorKind::usage, root_.string(), "places {overwrite} may replace",
+           std::to_string(unreplaceable_.size()) + " it may not: " + listed(unreplaceable_),
+           "nothing was written; leave these entries out by pattern, or give {skip_existing} to keep what is there");
+    if (!conflicts_.empty())
+      fail(ErrorKind::usage, root_.string(), "no files where the archive's entries go",
+           std::to_string(conflicts_.size()) + " there already: " + listed(conflicts_),
+           "nothing was written; give {skip_existing} to keep them and extract the rest, or {overwrite} to "
+           "replace them (never the archive itself), or extract into another folder with -C");
+  }
+
+ private:
+  // What is where a folder on the way to `norm` goes ("" when nothing is).
+  std::string blocked_on_the_way(const std::string& norm) const {
+    fs::path p = root_;
+    const fs::path rel = fs::path(norm).parent_path();
+    for (const auto& part : rel) {
+      p /= part;
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) != 0) break;
+      if (!S_ISDIR(st.st_mode))
+        return file_kind(p).substr(2) + " " + p.lexically_relative(root_).string() + " where a folder goes";
+    }
+    return "";
+  }
+
+  // A file entry whose place holds something (`st`): the same file, or what `existing_` settles.
+  Action for_file_there(std::size_t i, const fs::path& target, const struct stat& st) {
+    const ZipEntry& e = archive_.entries()[i];
+    const bool archive_itself = S_ISREG(st.st_mode) && protect_.count({st.st_dev, st.st_ino});
+    if (S_ISREG(st.st_mode) && !archive_itself && static_cast<std::uint64_t>(st.st_size) == e.size &&
+        same_content(target, archive_, i))
+      return Action::already_there;
+    if (existing_ == ExistingFiles::skip) return Action::keep;
+    if (archive_itself) return settle(e, "the archive being read");
+    if (S_ISDIR(st.st_mode)) return settle(e, "a folder");
+    if (existing_ == ExistingFiles::refuse)
+      add_to(conflicts_, e, S_ISREG(st.st_mode) ? "a different file" : file_kind(target).substr(2));
+    return Action::write;
+  }
+
+  // `what` is where `e` goes and replacing it is not allowed: kept with {skip_existing}, else noted.
+  Action settle(const ZipEntry& e, const std::string& what) {
+    if (existing_ == ExistingFiles::skip) return Action::keep;
+    add_to(existing_ == ExistingFiles::overwrite ? unreplaceable_ : conflicts_, e, what);
+    return e.is_dir ? Action::dir : Action::write;
+  }
+
+  static void add_to(std::vector<std::string>& list, const ZipEntry& e, const std::string& what) {
+    list.push_back("'" + (e.name.size() > 60 ? e.name.substr(0, 60) + "..." : e.name) + "' (" + what + ")");
+  }
+
+  const Archive& archive_;
+  const fs::path& root_;
+  ExistingFiles existing_;
+  const std::set<FileId>& protect_;
+  std::vector<std::string> conflicts_, unreplaceable_;
+};
 
 // Looks at every place a selected entry goes. An entry already there (a regular file of its size
 // and CRC-32: a rerun after a kill) is done; anything else there is a conflict that `existing`
@@ -237,72 +335,25 @@ bool same_content(const fs::path& path, const ZipEntry& e) {
 Plan plan_targets(const Archive& archive, const std::vector<std::size_t>& selected, const fs::path& root,
                   ExistingFiles existing, const std::set<FileId>& protect) {
   Plan plan;
-  std::vector<std::string> conflicts, unreplaceable;
-  auto conflict = [&](std::vector<std::string>& list, const ZipEntry& e, const std::string& what) {
-    list.push_back("'" + (e.name.size() > 60 ? e.name.substr(0, 60) + "..." : e.name) + "' (" + what + ")");
-  };
+  TargetPlanner planner(archive, root, existing, protect);
   for (std::size_t i : selected) {
-    const ZipEntry& e = archive.entries()[i];
-    const std::string norm = normalize_relative(e.name);
+    const std::string norm = normalize_relative(archive.entries()[i].name);
     if (norm.empty()) continue;  // "./": DIR itself
-    const fs::path target = target_of(root, e, archive.display_name() + ":" + e.name);
-    // A file where this entry needs a folder on its way cannot be settled by replacing anything.
-    std::string blocked;
-    fs::path p = root;
-    const fs::path rel = fs::path(norm).parent_path();
-    for (const auto& part : rel) {
-      p /= part;
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) != 0) break;
-      if (!S_ISDIR(st.st_mode)) {
-        blocked = file_kind(p).substr(2) + " " + p.lexically_relative(root).string() + " where a folder goes";
-        break;
-      }
-    }
-    struct stat st {};
-    const bool there = blocked.empty() && ::lstat(target.c_str(), &st) == 0;
-    Action action = e.is_dir ? Action::dir : Action::write;
-    if (!blocked.empty()) {
-      if (existing == ExistingFiles::skip) action = Action::keep;
-      else conflict(existing == ExistingFiles::overwrite ? unreplaceable : conflicts, e, blocked);
-    } else if (e.is_dir) {
-      if (there && !S_ISDIR(st.st_mode)) {
-        if (existing == ExistingFiles::skip) action = Action::keep;
-        else conflict(existing == ExistingFiles::overwrite ? unreplaceable : conflicts, e, file_kind(target).substr(2) + " where a folder goes");
-      }
-    } else if (there) {
-      const bool archive_itself = S_ISREG(st.st_mode) && protect.count({st.st_dev, st.st_ino});
-      if (S_ISREG(st.st_mode) && !archive_itself && static_cast<std::uint64_t>(st.st_size) == e.size &&
-          same_content(target, e)) {
-        action = Action::already_there;
-      } else if (existing == ExistingFiles::skip) {
-        action = Action::keep;
-      } else if (archive_itself) {
-        conflict(existing == ExistingFiles::overwrite ? unreplaceable : conflicts, e, "the archive being read");
-      } else if (S_ISDIR(st.st_mode)) {
-        conflict(existing == ExistingFiles::overwrite ? unreplaceable : conflicts, e, "a folder");
-      } else if (existing == ExistingFiles::refuse) {
-        conflict(conflicts, e, S_ISREG(st.st_mode) ? "a different file" : file_kind(target).substr(2));
-      }
-    }
+    const Action action = planner.action_for(i, norm);
     plan.steps.emplace_back(i, action);
     if (action == Action::write || action == Action::dir) plan.to_write.push_back(i);
   }
-  auto listed = [](const std::vector<std::string>& list) {
-    std::string out;
-    for (std::size_t k = 0; k < list.size() && k < 10; ++k) out += (k ? ", " : "") + list[k];
-    if (list.size() > 10) out += ", and " + std::to_string(list.size() - 10) + " more";
-    return out;
-  };
-  if (!unreplaceable.empty())
-    fail(ErrorKind::usage, root.string(), "places {overwrite} may replace",
-         std::to_string(unreplaceable.size()) + " it may not: " + listed(unreplaceable),
-         "nothing was written; leave these entries out by pattern, or give {skip_existing} to keep what is there");
-  if (!conflicts.empty())
-    fail(ErrorKind::usage, root.string(), "no files where the archive's entries go",
-         std::to_string(conflicts.size()) + " there already: " + listed(conflicts),
-         "nothing was written; give {skip_existing} to keep them and extract the rest, or {overwrite} to "
-         "replace them (never the archive itself), or extract into another folder with -C");
+  planner.refuse_conflicts();
+  return plan;
+}
+
+// Into a folder not there yet, every selected entry is written.
+Plan plan_all(const Archive& archive, const std::vector<std::size_t>& selected) {
+  Plan plan;
+  for (std::size_t i : selected) {
+    plan.steps.emplace_back(i, archive.entries()[i].is_dir ? Action::dir : Action::write);
+    plan.to_write.push_back(i);
+  }
   return plan;
 }
 
@@ -355,7 +406,10 @@ void make_dirs_inside(const fs::path& root, const fs::path& rel, const std::stri
 class BatchWriter {
  public:
   BatchWriter(const fs::path& root, ExistingFiles existing, std::set<FileId> protect, ExtractResult& result)
-      : root_fd_(open_read(root)), existing_(existing), protect_(std::move(protect)), result_(result),
+      : root_fd_(open_read(root)),
+        existing_(existing),
+        protect_(std::move(protect)),
+        result_(result),
         unnamed_(::access("/proc/self/fd", X_OK) == 0) {}
   ~BatchWriter() {
     for (const auto& p : pending_)
@@ -409,7 +463,7 @@ class BatchWriter {
   struct Pending {
     fs::path temp;  // empty for an unnamed file
     fs::path target;
-    UniqueFd fd;    // the unnamed file, or the temporary's (holding its lock until the rename)
+    UniqueFd fd;  // the unnamed file, or the temporary's (holding its lock until the rename)
     std::uint64_t bytes;
   };
 
@@ -430,7 +484,8 @@ class BatchWriter {
       if (!p.temp.empty()) ::unlink(p.temp.c_str());
       return;
     }
-    if (existing_ == ExistingFiles::refuse || (there && (S_ISDIR(st.st_mode) || protect_.count({st.st_dev, st.st_ino}))))
+    if (existing_ == ExistingFiles::refuse ||
+        (there && (S_ISDIR(st.st_mode) || protect_.count({st.st_dev, st.st_ino}))))
       fail(ErrorKind::usage, p.target.string(), "no file there (there was none when extraction began)",
            there ? file_kind(p.target) + " that appeared meanwhile" : "one that appeared meanwhile",
            "it was kept; the files before it are extracted; run the same command again to extract the rest, "
@@ -453,42 +508,13 @@ class BatchWriter {
   std::uint64_t bytes_ = 0;
 };
 
-}  // namespace
-
-ExtractResult extract(const Archive& archive, const ExtractOptions& options) {
-  const std::vector<std::size_t> selected = select_entries(archive, options);
-  refuse_unsafe(archive, selected);
-  refuse_too_long(archive, selected, options.dir);
-  ExtractResult result;
-  const std::set<FileId> protect = archive_files(archive);
-  std::error_code ec;
-  // A folder that exists is locked before it is looked at, so the plan holds while we write (a
-  // second extract into it stops here), and an interrupted run's leftovers are cleared first.
-  std::optional<FileLock> lock;
-  fs::path root;
-  Plan plan;
-  if (fs::is_directory(options.dir, ec)) {
-    root = fs::canonical(options.dir);
-    lock = FileLock::lock(root, "extracting into this folder");
-    result.temporaries_removed = remove_leftovers(archive, selected, root);
-    plan = plan_targets(archive, selected, root, options.existing, protect);
-  } else {
-    for (std::size_t i : selected) {
-      plan.steps.emplace_back(i, archive.entries()[i].is_dir ? Action::dir : Action::write);
-      plan.to_write.push_back(i);
-    }
-  }
-  check_budgets(archive, plan.to_write, options);
-  if (!lock) {
-    fs::create_directories(options.dir, ec);
-    if (ec) fail_errno("create folder", options.dir.string(), ec.value());
-    root = fs::canonical(options.dir);
-    lock = FileLock::lock(root, "extracting into this folder");
-  }
+// Writes what `plan` says into `root` (locked), counting it in `result`.
+void carry_out(const Archive& archive, const Plan& plan, const fs::path& root, ExistingFiles existing,
+               const std::set<FileId>& protect, ExtractResult& result) {
   std::uint64_t total = 0;
   for (std::size_t i : plan.to_write) total += archive.entries()[i].size;
   Progress progress("extract", total);
-  BatchWriter writer(root, options.existing, protect, result);
+  BatchWriter writer(root, existing, protect, result);
   for (const auto& [i, action] : plan.steps) {
     const ZipEntry& e = archive.entries()[i];
     if (action == Action::already_there) {
@@ -522,6 +548,41 @@ ExtractResult extract(const Archive& archive, const ExtractOptions& options) {
   }
   writer.commit();
   progress.finish();
+}
+
+}  // namespace
+
+ExtractResult extract(const Archive& archive, const ExtractOptions& options) {
+  if (std::string(archive.format()) == "folder")
+    fail(ErrorKind::usage, archive.display_name(), "an archive to extract from", "a folder (read in place)",
+         "give the folder itself wherever data is read, or copy it with cp -r");
+  const std::vector<std::size_t> selected = select_entries(archive, options);
+  refuse_unsafe(archive, selected);
+  refuse_too_long(archive, selected, options.dir);
+  ExtractResult result;
+  const std::set<FileId> protect = archive_files(archive);
+  std::error_code ec;
+  // A folder that exists is locked before it is looked at, so the plan holds while we write (a
+  // second extract into it stops here), and an interrupted run's leftovers are cleared first.
+  std::optional<FileLock> lock;
+  fs::path root;
+  Plan plan;
+  if (fs::is_directory(options.dir, ec)) {
+    root = fs::canonical(options.dir);
+    lock = FileLock::lock(root, "extracting into this folder");
+    result.temporaries_removed = remove_leftovers(archive, selected, root);
+    plan = plan_targets(archive, selected, root, options.existing, protect);
+  } else {
+    plan = plan_all(archive, selected);
+  }
+  check_budgets(archive, plan.to_write, options);
+  if (!lock) {
+    fs::create_directories(options.dir, ec);
+    if (ec) fail_errno("create folder", options.dir.string(), ec.value());
+    root = fs::canonical(options.dir);
+    lock = FileLock::lock(root, "extracting into this folder");
+  }
+  carry_out(archive, plan, root, options.existing, protect, result);
   return result;
 }
 

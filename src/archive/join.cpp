@@ -30,12 +30,12 @@
 #include "archive/manifest.h"
 #include "archive/no_clobber.h"
 #include "archive/sha256_worker.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/progress.h"
-#include "frugal/split.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
+#include "frugal/archive/split.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -44,7 +44,8 @@ constexpr std::size_t kNameMax = 255;  // as temp_path_for: NAME_MAX of every fi
 constexpr std::string_view kPartialSuffix = ".frugal-join";
 
 bool same_file(int fd, const std::filesystem::path& path) {
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
@@ -76,7 +77,10 @@ struct Joiner {
   JoinResult result;
 
   Joiner(const SplitManifest& manifest, const JoinOptions& options, std::filesystem::path output)
-      : m(manifest), opt(options), out(std::move(output)), partial(join_partial_path(out)),
+      : m(manifest),
+        opt(options),
+        out(std::move(output)),
+        partial(join_partial_path(out)),
         progress("join " + manifest.name, manifest.size) {}
 
   // SHA-256 of `size` bytes of fd from `offset`; with feed_whole they also go to the whole-file
@@ -149,7 +153,8 @@ struct Joiner {
     }
     if (corrupt && good == 0)
       fail(ErrorKind::invalid, partial.string(), "the partial output of a join of " + m.name + " (its first part)",
-           "other bytes", "it may be another set's interrupted join into the same output, which continues "
+           "other bytes",
+           "it may be another set's interrupted join into the same output, which continues "
            "with that set's manifest; if it is not, remove it, then run the same join again; nothing was changed");
     if (partial_size > offset && good < m.parts.size()) {
       struct stat ps {};
@@ -245,7 +250,8 @@ struct Joiner {
            file_kind(partial), "remove it, then run the same join again");
     lock_or_fail(pfd.get(), partial, "the partial output");
     // Another join of this output may have published it (renamed it away) before we locked it.
-    if (!same_file(pfd.get(), partial)) fail_in_use(partial, "the partial output (published by another join meanwhile)");
+    if (!same_file(pfd.get(), partial))
+      fail_in_use(partial, "the partial output (published by another join meanwhile)");
     lock_fd = UniqueFd(::dup(pfd.get()));  // the lock must outlive pfd's close, until the rename
     if (!lock_fd) fail_errno("dup", partial.string(), errno);
     return existed;
@@ -258,8 +264,7 @@ struct Joiner {
     auto dir = out.parent_path().empty() ? std::filesystem::path(".") : out.parent_path();
     std::uint64_t free = free_space(dir);
     if (free < need)
-      fail(ErrorKind::budget, dir.string(), format_size(need) + " free to join " + m.name,
-           format_size(free) + " free",
+      fail(ErrorKind::budget, dir.string(), format_size(need) + " free to join " + m.name, format_size(free) + " free",
            opt.delete_parts ? "free some space; nothing was changed"
                             : "free some space or use {delete_parts} (needs only the largest part free); "
                               "nothing was changed");
@@ -346,8 +351,8 @@ struct Joiner {
 // exactly the manifest's bytes; then the command has nothing left to do but, with --delete-parts,
 // remove parts still present. Anything else is someone's file, never touched.
 JoinResult check_existing_output(const SplitManifest& m, const JoinOptions& opt, const std::filesystem::path& out) {
-  const std::string what = "the file " + m.name + " joined (" + std::to_string(m.size) + " bytes, SHA-256 " +
-                           m.sha256 + " per the manifest)";
+  const std::string what = "the file " + m.name + " joined (" + std::to_string(m.size) + " bytes, SHA-256 " + m.sha256 +
+                           " per the manifest)";
   const std::string hint = "nothing was changed; move it away or give another path with -o";
   struct stat st {};
   if (::lstat(out.c_str(), &st) != 0) fail_errno("stat", out.string(), errno);

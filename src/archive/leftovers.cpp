@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {

@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/checked.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/terminal.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/terminal.h"
 
 namespace frugal {
 
@@ -89,8 +89,7 @@ void parse_fields(const nlohmann::json& j, const std::string& where, SplitManife
   const auto format = j.find("format");
   if (format == j.end() || !format->is_string() || *format != "frugal-split")
     fail(ErrorKind::invalid, where, "\"format\": \"frugal-split\"",
-         format == j.end() ? std::string("no format") : shown(*format),
-         "give a manifest written by 'frugal split'");
+         format == j.end() ? std::string("no format") : shown(*format), "give a manifest written by 'frugal split'");
   const auto version = j.find("version");
   if (version == j.end() || !version->is_number_integer() || *version != SplitManifest::kVersion)
     fail(ErrorKind::unsupported, where, "manifest version 1",

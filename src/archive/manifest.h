@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "frugal/env.h"
+#include "frugal/util/env.h"
 
 namespace frugal {
 

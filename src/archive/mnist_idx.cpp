@@ -8,9 +8,9 @@
 #include <memory>
 #include <set>
 
-#include "frugal/checked.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {
@@ -51,36 +51,84 @@ std::vector<std::uint32_t> idx_dims(std::span<const std::uint8_t> data, int want
 
 bool is_gzip(std::span<const std::uint8_t> raw) { return raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b; }
 
-// Gunzips every member, stopping at what the IDX header (in the first bytes of output) declares:
-// the output grows with what inflation produces, and one byte past the declared size is a bomb or a
-// damaged file, refused. The declared size itself must be one deflate can reach from the input
-// (at most 1032:1), so a header cannot promise what the file cannot hold.
-std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
-  z_stream zs{};
-  if (::inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) fail(ErrorKind::io, where, "a gzip decoder", "no memory", "");
-  std::unique_ptr<z_stream, int (*)(z_stream*)> cleanup(&zs, ::inflateEnd);
-  zs.next_in = const_cast<Bytef*>(raw.data());
-  std::size_t in_left = raw.size();
+bool only_zeros(std::span<const std::uint8_t> b) {
+  return std::all_of(b.begin(), b.end(), [](std::uint8_t x) { return x == 0; });
+}
+
+// One gzip stream (concatenated members are one) inflated piece by piece into the caller's buffer.
+class Inflater {
+ public:
+  Inflater(std::span<const std::uint8_t> raw, const std::string& where) : where_(where), in_left_(raw.size()) {
+    if (::inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) fail(ErrorKind::io, where, "a gzip decoder", "no memory", "");
+    zs_.next_in = const_cast<Bytef*>(raw.data());
+  }
+  ~Inflater() { ::inflateEnd(&zs_); }
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
   // One inflate() call into [out, out + room); returns zlib's code. Input is fed in pieces of at
   // most 1 GiB (avail_in is 32 bits).
-  auto step = [&](std::uint8_t* out, std::size_t room) {
-    zs.next_out = out;
-    zs.avail_out = static_cast<uInt>(room);
-    zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, std::size_t{1} << 30));
-    const uInt in_before = zs.avail_in;
-    const int rc = ::inflate(&zs, Z_NO_FLUSH);
-    in_left -= in_before - zs.avail_in;
+  int step(std::uint8_t* out, std::size_t room) {
+    zs_.next_out = out;
+    zs_.avail_out = static_cast<uInt>(room);
+    zs_.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left_, std::size_t{1} << 30));
+    const uInt in_before = zs_.avail_in;
+    const int rc = ::inflate(&zs_, Z_NO_FLUSH);
+    in_left_ -= in_before - zs_.avail_in;
     if (rc == Z_DATA_ERROR || rc == Z_MEM_ERROR || rc == Z_NEED_DICT || rc == Z_STREAM_ERROR)
-      fail(ErrorKind::invalid, where, "gzip data", "a corrupt gzip stream", "download the file again");
-    if (rc == Z_BUF_ERROR || (rc == Z_OK && zs.avail_out > 0 && in_left == 0))
-      fail(ErrorKind::invalid, where, "a complete gzip stream", "a truncated one", "download the file again");
+      fail(ErrorKind::invalid, where_, "gzip data", "a corrupt gzip stream", "download the file again");
+    if (rc == Z_BUF_ERROR || (rc == Z_OK && zs_.avail_out > 0 && in_left_ == 0))
+      fail(ErrorKind::invalid, where_, "a complete gzip stream", "a truncated one", "download the file again");
     return rc;
-  };
-  auto rest = [&] { return std::span<const std::uint8_t>(zs.next_in, in_left); };
-  auto only_zeros = [](std::span<const std::uint8_t> b) {
-    return std::all_of(b.begin(), b.end(), [](std::uint8_t x) { return x == 0; });
-  };
+  }
+  // The room the last step() left unfilled.
+  std::size_t unfilled() const { return zs_.avail_out; }
+  // The input not yet inflated.
+  std::span<const std::uint8_t> rest() const { return {zs_.next_in, in_left_}; }
 
+  // After a member's end (Z_STREAM_END): another member may follow, or zero padding, which ends the
+  // stream (true).
+  bool member_ended() {
+    if (is_gzip(rest())) {
+      ::inflateReset(&zs_);
+      return false;
+    }
+    if (!only_zeros(rest()))
+      fail(ErrorKind::invalid, where_, "gzip members only", "other bytes after one", "download the file again");
+    return true;
+  }
+
+ private:
+  const std::string& where_;
+  z_stream zs_{};
+  std::size_t in_left_;
+};
+
+// The declared size must be one deflate can reach from the input (at most 1032:1), so a header
+// cannot promise what the file cannot hold.
+void check_reachable(std::uint64_t declared, std::size_t gzip_size, const std::string& where) {
+  std::uint64_t reachable = 0;
+  if (__builtin_mul_overflow(std::uint64_t{gzip_size}, std::uint64_t{1032}, &reachable) || declared > reachable)
+    fail(ErrorKind::invalid, where, "an IDX header declaring what its gzip data can hold",
+         std::to_string(declared) + " bytes declared in a " + std::to_string(gzip_size) + "-byte gzip file",
+         "the file is damaged or crafted; download it again");
+}
+
+// The declared size is out: the stream must end here (its trailer checks the CRC-32), with nothing
+// after it but zero padding. One byte more is a bomb or a damaged file.
+void refuse_more(Inflater& z, std::uint64_t declared, const std::string& where) {
+  std::uint8_t probe = 0;
+  const int rc = z.step(&probe, 1);
+  if (z.unfilled() == 0 || (rc == Z_STREAM_END && !only_zeros(z.rest())))
+    fail(ErrorKind::invalid, where, std::to_string(declared) + " bytes from the IDX header",
+         "more data when decompressed (stopped there)", "the file is damaged or a gzip bomb; download it again");
+}
+
+// Gunzips every member, stopping at what the IDX header (in the first bytes of output) declares:
+// the output grows with what inflation produces, and one byte past the declared size is a bomb or a
+// damaged file, refused.
+std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
+  Inflater z(raw, where);
   std::vector<std::uint8_t> out;
   std::uint64_t limit = header_size(want_dims);  // until the header is out, then the declared size
   bool have_header = false, ended = false;
@@ -90,11 +138,7 @@ std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want
       if (have_header) break;
       limit = declared_size(out, want_dims, where);
       have_header = true;
-      std::uint64_t reachable = 0;
-      if (__builtin_mul_overflow(std::uint64_t{raw.size()}, std::uint64_t{1032}, &reachable) || limit > reachable)
-        fail(ErrorKind::invalid, where, "an IDX header declaring what its gzip data can hold",
-             std::to_string(limit) + " bytes declared in a " + std::to_string(raw.size()) + "-byte gzip file",
-             "the file is damaged or crafted; download it again");
+      check_reachable(limit, raw.size(), where);
       // Room for a typical ratio up front (MNIST's is ~5:1) spares most reallocations; beyond it
       // the buffer grows only as output appears.
       out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(limit, std::uint64_t{raw.size()} * 8)));
@@ -103,28 +147,11 @@ std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want
     const std::size_t base = out.size();
     const std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(kStep, limit - base));
     out.resize(base + room);  // grows with the output: memory follows what was inflated
-    const int rc = step(out.data() + base, room);
-    out.resize(base + (room - zs.avail_out));
-    if (rc == Z_STREAM_END) {
-      // Another member may follow (concatenated members are one gzip stream); zero padding may too.
-      if (is_gzip(rest())) {
-        ::inflateReset(&zs);
-      } else if (only_zeros(rest())) {
-        ended = true;
-      } else {
-        fail(ErrorKind::invalid, where, "gzip members only", "other bytes after one", "download the file again");
-      }
-    }
+    const int rc = z.step(out.data() + base, room);
+    out.resize(base + (room - z.unfilled()));
+    if (rc == Z_STREAM_END) ended = z.member_ended();
   }
-  if (!ended) {
-    // The declared size is out: the stream must end here (its trailer checks the CRC-32), with
-    // nothing after it but zero padding. One byte more is a bomb or a damaged file.
-    std::uint8_t probe = 0;
-    const int rc = step(&probe, 1);
-    if (zs.avail_out == 0 || (rc == Z_STREAM_END && !only_zeros(rest())))
-      fail(ErrorKind::invalid, where, std::to_string(limit) + " bytes from the IDX header",
-           "more data when decompressed (stopped there)", "the file is damaged or a gzip bomb; download it again");
-  }
+  if (!ended) refuse_more(z, limit, where);
   return out;
 }
 
@@ -159,8 +186,9 @@ std::filesystem::path labels_for(const std::filesystem::path& images) {
     std::string other = base.ends_with(".gz") ? base.substr(0, base.size() - 3) : base + ".gz";
     for (const auto& cand : {base, other})
       if (std::filesystem::exists(images.parent_path() / cand)) return images.parent_path() / cand;
-    fail(ErrorKind::invalid, images.string(), "its labels file " + (images.parent_path() / base).string() + " beside it",
-         "no such file", "put the labels-idx1 file next to the images file");
+    fail(ErrorKind::invalid, images.string(),
+         "its labels file " + (images.parent_path() / base).string() + " beside it", "no such file",
+         "put the labels-idx1 file next to the images file");
   }
   fail(ErrorKind::usage, images.string(), "an IDX images file named like 'train-images-idx3-ubyte[.gz]'",
        "another name", "rename it, or give the folder holding the IDX files");

@@ -22,7 +22,7 @@ struct IdxImages {
 IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where);
 std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where);
 
-IdxImages read_idx_images(const std::filesystem::path& path);       // throws Error(invalid)
+IdxImages read_idx_images(const std::filesystem::path& path);  // throws Error(invalid)
 std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path);
 
 struct IdxSet {

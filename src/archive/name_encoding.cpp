@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "frugal/error.h"
-#include "frugal/name_encoding.h"
+#include "frugal/util/error.h"
+#include "frugal/archive/name_encoding.h"
 
 namespace frugal {
 
@@ -23,7 +23,8 @@ std::size_t utf8_seq(std::string_view s, std::size_t i) {
   if (c < 0x80) return 1;
   std::size_t n;
   unsigned lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2;
   else if (c >= 0xe0 && c <= 0xef) {
     n = 3;
     if (c == 0xe0) lo = 0xa0;
@@ -168,11 +169,23 @@ int score(std::string_view utf8, bool rare_han) {
     }
     for (std::size_t i = word; i < end; ++i) {
       switch (script_of(cps[i])) {
-        case Script::latin: case Script::kana: case Script::hangul: ++total; break;
-        case Script::han: total += rare_han ? 0 : 1; break;
-        case Script::greek: case Script::cyrillic: total += ascii_letters ? -1 : 1; break;
-        case Script::odd: --total; break;
-        default: break;
+        case Script::latin:
+        case Script::kana:
+        case Script::hangul:
+          ++total;
+          break;
+        case Script::han:
+          total += rare_han ? 0 : 1;
+          break;
+        case Script::greek:
+        case Script::cyrillic:
+          total += ascii_letters ? -1 : 1;
+          break;
+        case Script::odd:
+          --total;
+          break;
+        default:
+          break;
       }
     }
     word = end + 1;
@@ -217,10 +230,9 @@ std::vector<std::string> guess_name_encodings(const std::vector<std::string>& ra
     const char* core;
     bool han_is_rare;
   };
-  static constexpr Candidate kCandidates[] = {{"gbk", "gb2312", false}, {"shift_jis", nullptr, false},
-                                              {"big5", nullptr, false}, {"euc-kr", nullptr, true},
-                                              {"cp1252", nullptr, false}, {"cp437", nullptr, false},
-                                              {"cp866", nullptr, false}};
+  static constexpr Candidate kCandidates[] = {
+      {"gbk", "gb2312", false},   {"shift_jis", nullptr, false}, {"big5", nullptr, false}, {"euc-kr", nullptr, true},
+      {"cp1252", nullptr, false}, {"cp437", nullptr, false},     {"cp866", nullptr, false}};
   const std::size_t n = std::min<std::size_t>(raw_names.size(), 256);
   std::vector<std::pair<std::string, long>> scored;
   for (const Candidate& c : kCandidates) {

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 

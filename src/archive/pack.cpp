@@ -1,4 +1,4 @@
-#include "frugal/pack.h"
+#include "frugal/archive/pack.h"
 
 #include <algorithm>
 #include <exception>
@@ -10,10 +10,10 @@
 #include "archive/mnist_idx.h"
 #include "archive/part_writer.h"
 #include "archive/zip_writer.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/image.h"
-#include "frugal/progress.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/image/image.h"
+#include "frugal/util/progress.h"
 
 namespace frugal {
 namespace {
@@ -161,13 +161,15 @@ Plan plan_idx(const std::filesystem::path& src, const PackOptions& opt) {
   auto images = std::make_shared<IdxImages>(read_idx_images(set.images));
   auto labels = read_idx_labels(set.labels);
   if (labels.size() != images->count)
-    fail(ErrorKind::invalid, set.labels.string(), std::to_string(images->count) + " labels (one per image in " +
-         set.images.filename().string() + ")", std::to_string(labels.size()), "give the matching labels file");
+    fail(ErrorKind::invalid, set.labels.string(),
+         std::to_string(images->count) + " labels (one per image in " + set.images.filename().string() + ")",
+         std::to_string(labels.size()), "give the matching labels file");
   std::size_t classes = labels.empty() ? 0 : *std::max_element(labels.begin(), labels.end()) + 1u;
   auto names = opt.class_names.empty() ? default_class_names(set.images, classes) : opt.class_names;
   if (names.size() < classes)
-    fail(ErrorKind::usage, "{class_names}", std::to_string(classes) + " names (labels go up to " +
-         std::to_string(classes - 1) + ")", std::to_string(names.size()), "give one name per class");
+    fail(ErrorKind::usage, "{class_names}",
+         std::to_string(classes) + " names (labels go up to " + std::to_string(classes - 1) + ")",
+         std::to_string(names.size()), "give one name per class");
   std::size_t width = std::max<std::size_t>(5, std::to_string(images->count > 0 ? images->count - 1 : 0).size());
   // (name, image index), sorted by name so the archive order is the sorted order
   auto order = std::make_shared<std::vector<std::pair<std::string, std::uint32_t>>>();
@@ -204,7 +206,7 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& e
     fail(ErrorKind::usage, src.string(), "IDX files for {class_names}", "a folder of class sub-folders",
          "the sub-folders' names are the class names; drop {class_names}");
   Plan plan = idx ? plan_idx(src, opt)
-                 : plan_folder(src, opt, std::make_shared<std::vector<std::string>>(), result.unfinished_skipped);
+                  : plan_folder(src, opt, std::make_shared<std::vector<std::string>>(), result.unfinished_skipped);
   result.classes = plan.classes;
   const auto dir = opt.output.parent_path().empty() ? std::filesystem::path(".") : opt.output.parent_path();
   const std::string name = opt.output.filename().string();
@@ -214,8 +216,9 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& e
   if (!opt.output.parent_path().empty()) env.create_dirs(opt.output.parent_path());
   // An interrupted pack of this output left whole archives or parts under temporary names.
   result.temporaries_removed =
-      opt.split_size > 0 ? PartWriter::remove_abandoned(dir, name)
-                         : remove_abandoned_temporaries(dir, [&](const std::string& t) { return is_temp_for(t, name); });
+      opt.split_size > 0
+          ? PartWriter::remove_abandoned(dir, name)
+          : remove_abandoned_temporaries(dir, [&](const std::string& t) { return is_temp_for(t, name); });
   const int threads = std::max(1, opt.threads);
 
   if (opt.split_size > 0) {

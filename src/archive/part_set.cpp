@@ -5,17 +5,15 @@
 #include <system_error>
 
 #include "archive/manifest.h"
-#include "frugal/error.h"
-#include "frugal/input_path.h"
+#include "frugal/util/error.h"
+#include "frugal/util/input_path.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
 
 namespace {
 
-bool all_of(const std::string& s, bool (*pred)(char)) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), pred);
-}
+bool all_of(const std::string& s, bool (*pred)(char)) { return !s.empty() && std::all_of(s.begin(), s.end(), pred); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 
@@ -34,8 +32,9 @@ std::optional<PartSet> frugal_parts(const fs::path& path) {
   const std::string stem = file.substr(0, dot);
   const fs::path manifest = path.parent_path() / (stem + ".manifest.json");
   if (num.find_first_not_of('0') != std::string::npos)  // not stoull: 30 digits must not throw out_of_range
-    fail(ErrorKind::invalid, path.string(), "the first part of the set (" + stem + ".part" + std::string(num.size(), '0') + ")",
-         "part " + num, "give the first part or the manifest");
+    fail(ErrorKind::invalid, path.string(),
+         "the first part of the set (" + stem + ".part" + std::string(num.size(), '0') + ")", "part " + num,
+         "give the first part or the manifest");
   PartSet set;
   if (is_file(manifest)) {
     SplitManifest m = SplitManifest::load(manifest);
@@ -71,8 +70,9 @@ void check_no_gap(const fs::path& path, const std::vector<std::string>& names, s
     if (k == 0) return;
     ++want[k - 1];
     if (names[i].substr(prefix) != want)
-      fail(ErrorKind::invalid, path.string(), "part " + names[i - 1].substr(0, prefix) + want + " after " + names[i - 1],
-           names[i], "a part of the split set is missing; copy every part into one folder");
+      fail(ErrorKind::invalid, path.string(),
+           "part " + names[i - 1].substr(0, prefix) + want + " after " + names[i - 1], names[i],
+           "a part of the split set is missing; copy every part into one folder");
   }
 }
 

@@ -10,10 +10,10 @@ namespace frugal {
 
 struct PartSet {
   enum class Kind {
-    single,        // one plain file
-    manifest,      // a frugal-split manifest: parts and their sizes come from it
-    numbered,      // NAME.part0000… without a manifest, or plain `split` parts NAME_aa…, NAME.000…
-    zip_spanned,   // `zip -s`: NAME.z01, NAME.z02, …, NAME.zip (offsets are per part)
+    single,       // one plain file
+    manifest,     // a frugal-split manifest: parts and their sizes come from it
+    numbered,     // NAME.part0000… without a manifest, or plain `split` parts NAME_aa…, NAME.000…
+    zip_spanned,  // `zip -s`: NAME.z01, NAME.z02, …, NAME.zip (offsets are per part)
   };
   Kind kind = Kind::single;
   std::vector<std::filesystem::path> files;

@@ -6,8 +6,8 @@
 
 #include "archive/leftovers.h"
 
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {
@@ -80,8 +80,7 @@ PartWriter::~PartWriter() {
   auto remove = [&](const std::filesystem::path& p) {
     try {
       env_.remove_file(p);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   };
   if (part_) remove(temp_);
   part_.reset();
@@ -174,8 +173,7 @@ SplitManifest PartWriter::finish(const std::filesystem::path& manifest_path) {
     // manifest that names them must go first.
     try {
       env_.remove_file(manifest_path);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     throw;
   }
   finished_ = true;

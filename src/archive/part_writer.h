@@ -16,8 +16,8 @@
 #include "archive/byte_sink.h"
 #include "archive/manifest.h"
 #include "archive/sha256_worker.h"
-#include "frugal/env.h"
-#include "frugal/fs.h"
+#include "frugal/util/env.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 
@@ -25,8 +25,8 @@ class PartWriter : public ByteSink {
  public:
   // `digits`: the least number of digits in part numbers; more are used when the parts outnumber
   // them (the parts are then renamed in finish()).
-  PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits = 4,
-             bool sync = true, Env& env = Env::real());
+  PartWriter(std::filesystem::path dir, std::string name, std::uint64_t part_size, int digits = 4, bool sync = true,
+             Env& env = Env::real());
   ~PartWriter() override;
   PartWriter(const PartWriter&) = delete;
   PartWriter& operator=(const PartWriter&) = delete;

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "frugal/hash.h"
+#include "frugal/util/hash.h"
 
 namespace frugal {
 
@@ -23,8 +23,8 @@ class Sha256Worker {
   // The caller must keep `data` unchanged until the next submit() or digest() returns; with two
   // alternating buffers, filling one while the other is hashed is safe.
   void submit(const void* data, std::size_t n);
-  void wait();                // until every submitted block is digested
-  std::string hex_digest();   // waits; the worker is spent afterwards
+  void wait();               // until every submitted block is digested
+  std::string hex_digest();  // waits; the worker is spent afterwards
 
  private:
   void run();

@@ -7,9 +7,9 @@
 
 #include "archive/manifest.h"
 #include "archive/part_writer.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/split.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/archive/split.h"
 
 namespace frugal {
 namespace {
@@ -60,8 +60,7 @@ SplitResult split_file(const std::filesystem::path& file, const SplitOptions& op
   if (::stat(file.c_str(), &st) != 0) fail_errno("open", file.string(), errno);
   if (!S_ISREG(st.st_mode))
     fail(ErrorKind::usage, file.string(), "a regular file", "a folder or special file", "give the file to split");
-  if (options.part_size == 0)
-    fail(ErrorKind::usage, file.string(), "{size} above 0", "0", "give a size like 1000M");
+  if (options.part_size == 0) fail(ErrorKind::usage, file.string(), "{size} above 0", "0", "give a size like 1000M");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   const std::filesystem::path dir = options.out_dir.empty() ? file.parent_path() : options.out_dir;
   const std::string name = file.filename().string();

@@ -7,10 +7,12 @@
 
 #include "archive/manifest.h"
 #include "archive/part_set.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/input_path.h"
-#include "frugal/progress.h"
+#include "frugal/archive/archive.h"
+#include "frugal/archive/data_source.h"
+#include "frugal/util/error.h"
+#include "frugal/archive/file_type.h"
+#include "frugal/util/input_path.h"
+#include "frugal/util/progress.h"
 
 namespace frugal {
 
@@ -50,12 +52,25 @@ void verify_parts(const SplitManifest& m, VerifyReport& report, unsigned threads
     if (!problems[i].empty()) report.bad.push_back({m.parts[i].file, problems[i]});
 }
 
-bool looks_like_zip(const ByteSource& src, const std::string& name) {
+// Whether the file a manifest describes is an archive whose entries verify can check too.
+bool looks_like_archive(const ByteSource& src, const std::string& name) {
   if (name.size() >= 4 && name.compare(name.size() - 4, 4, ".zip") == 0) return true;
-  if (src.size() < 4) return false;
-  std::uint8_t b[4];
-  src.read_at(0, b, 4);
-  return b[0] == 'P' && b[1] == 'K' && (b[2] == 3 || b[2] == 5 || b[2] == 7) && (b[3] == 4 || b[3] == 6 || b[3] == 8);
+  std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(src.size(), 512)));
+  if (!head.empty()) src.read_at(0, head.data(), head.size());
+  const FileType t = sniff_file_type(head).type;
+  return t == FileType::zip || t == FileType::tar;
+}
+
+// Opens with `open`, reporting an archive that does not open as one bad item named `path`.
+template <class Open>
+std::unique_ptr<Archive> open_or_report(const std::string& path, VerifyReport& report, Open open) {
+  try {
+    return open();
+  } catch (const Error& err) {
+    if (err.kind() == ErrorKind::io || err.kind() == ErrorKind::usage) throw;
+    report.bad.push_back({path, strip_where(err.what(), path)});
+    return nullptr;
+  }
 }
 
 }  // namespace
@@ -67,18 +82,22 @@ void verify_entries(const Archive& archive, VerifyReport& report, unsigned threa
   Progress progress("verify " + archive.display_name(), total);
   std::vector<std::string> problems(entries.size());
   std::atomic<std::size_t> next{0};
-  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> bytes{0}, unchecked{0};
   constexpr std::size_t kChunk = 64;  // entries per grab: small entries would contend on `next`
   auto work = [&] {
     for (std::size_t begin; (begin = next.fetch_add(kChunk)) < entries.size();) {
       const std::size_t end = std::min(entries.size(), begin + kChunk);
-      std::uint64_t done = 0, checked = 0;
+      std::uint64_t done = 0, checked = 0, without_checksum = 0;
       for (std::size_t i = begin; i < end; ++i) {
         const ZipEntry& e = entries[i];
         std::string problem = entry_problem(archive, i);
-        if (!e.encrypted && (e.method == 0 || e.method == 8)) {
+        // A tar's links and special members have no bytes to read (entry_problem() names them).
+        const bool readable = !e.encrypted && (e.method == 0 || e.method == 8) && e.special == SpecialMember::none &&
+                              (e.has_crc32 || !e.is_symlink);
+        if (readable) {
+          without_checksum += !e.has_crc32;
           try {
-            archive.read_to(i, [&](std::span<const std::uint8_t> piece) { checked += piece.size(); });
+            archive.read_to(i, [&](std::span<const std::uint8_t> piece) { checked += e.has_crc32 ? piece.size() : 0; });
           } catch (const Error& err) {
             if (!problem.empty()) problem += "; ";
             problem += strip_where(err.what(), archive.display_name() + ":" + e.name);
@@ -91,6 +110,7 @@ void verify_entries(const Archive& archive, VerifyReport& report, unsigned threa
         done += e.compressed_size;
       }
       bytes += checked;
+      unchecked += without_checksum;
       progress.advance(done);
     }
   };
@@ -101,14 +121,25 @@ void verify_entries(const Archive& archive, VerifyReport& report, unsigned threa
   progress.finish();
   report.entries_checked += entries.size();
   report.bytes_checked += bytes;
+  report.entries_without_checksum += unchecked;
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (!problems[i].empty()) report.bad.push_back({entries[i].name, problems[i]});
 }
 
 VerifyReport verify_archive(const std::filesystem::path& given, const ArchiveOptions& options, unsigned threads) {
+  VerifyReport report;
+  // A folder, DATA:SUB, a shard pattern or a root: whatever Archive::open reads, verified as opened.
+  std::error_code ec;
+  if (std::filesystem::is_directory(given, ec) || !parse_data_spec(given.string()).rest.empty() ||
+      is_shard_pattern(given.string()) || !options.root.empty()) {
+    auto archive = open_or_report(given.string(), report, [&] { return Archive::open(given, options); });
+    if (!archive) return report;
+    report.is_zip = std::string(archive->format()) == "zip";
+    verify_entries(*archive, report, threads);
+    return report;
+  }
   // A missing name, a folder or a typo is the user's to fix (exit 2), not a bad item of the archive.
   const std::filesystem::path path = check_input(given, InputKind::archive);
-  VerifyReport report;
   std::string zip_name = path.filename().string();
   const bool manifest = is_manifest_path(path);
   if (manifest) {
@@ -127,17 +158,15 @@ VerifyReport verify_archive(const std::filesystem::path& given, const ArchiveOpt
     report.bad.push_back({path.string(), strip_where(err.what(), path.string())});
     return report;
   }
-  // A manifest may describe any file; anything else given to verify must be a zip.
-  if (manifest && !looks_like_zip(*src, zip_name)) return report;
-  report.is_zip = true;
-  std::unique_ptr<Archive> archive;
-  try {
-    archive = Archive::open(std::move(src), path.string(), options);
-  } catch (const Error& err) {
-    if (err.kind() == ErrorKind::io || err.kind() == ErrorKind::usage) throw;
-    report.bad.push_back({path.string(), strip_where(err.what(), path.string())});
+  // A manifest may describe any file; anything else given to verify must be an archive.
+  if (manifest && !looks_like_archive(*src, zip_name)) return report;
+  auto archive =
+      open_or_report(path.string(), report, [&] { return Archive::open(std::move(src), path.string(), options); });
+  if (!archive) {
+    report.is_zip = true;
     return report;
   }
+  report.is_zip = std::string(archive->format()) == "zip";
   verify_entries(*archive, report, threads);
   return report;
 }

@@ -6,12 +6,12 @@
 
 namespace frugal::zip {
 
-inline constexpr std::uint32_t kLocalSig = 0x04034b50;       // "PK\3\4"
-inline constexpr std::uint32_t kCentralSig = 0x02014b50;     // "PK\1\2"
-inline constexpr std::uint32_t kEocdSig = 0x06054b50;        // "PK\5\6"
-inline constexpr std::uint32_t kEocd64Sig = 0x06064b50;      // "PK\6\6"
-inline constexpr std::uint32_t kEocd64LocSig = 0x07064b50;   // "PK\6\7"
-inline constexpr std::uint32_t kSpanSig = 0x08074b50;        // first bytes of a `zip -s` set
+inline constexpr std::uint32_t kLocalSig = 0x04034b50;      // "PK\3\4"
+inline constexpr std::uint32_t kCentralSig = 0x02014b50;    // "PK\1\2"
+inline constexpr std::uint32_t kEocdSig = 0x06054b50;       // "PK\5\6"
+inline constexpr std::uint32_t kEocd64Sig = 0x06064b50;     // "PK\6\6"
+inline constexpr std::uint32_t kEocd64LocSig = 0x07064b50;  // "PK\6\7"
+inline constexpr std::uint32_t kSpanSig = 0x08074b50;       // first bytes of a `zip -s` set
 
 inline constexpr std::size_t kLocalSize = 30;
 inline constexpr std::size_t kCentralSize = 46;

@@ -9,9 +9,9 @@
 
 #include "archive/name_encoding.h"
 #include "archive/zip_format.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
 
 namespace frugal {
 
@@ -21,11 +21,11 @@ namespace {
 
 struct EndRecord {
   std::uint64_t eocd_pos = 0;
-  std::uint64_t cd_end = 0;     // where the central directory must end (the EOCD or Zip64 record)
-  std::uint64_t cd_start = 0;   // virtual offset of the central directory
+  std::uint64_t cd_end = 0;    // where the central directory must end (the EOCD or Zip64 record)
+  std::uint64_t cd_start = 0;  // virtual offset of the central directory
   std::uint64_t cd_size = 0;
   std::uint64_t entries = 0;
-  std::uint64_t adjust = 0;     // bytes of junk before the archive
+  std::uint64_t adjust = 0;  // bytes of junk before the archive
   bool zip64 = false;
   std::vector<std::uint64_t> disk_base;  // virtual offset of each disk's first byte
 };
@@ -181,7 +181,8 @@ struct CentralParser {
     std::uint64_t disk = le16(h + 34);
     const std::uint32_t ext_attr = le32(h + 38);
     e.local_header_offset = le32(h + 42);
-    if (cd_size - pos - kCentralSize < nlen + xlen + clen) bad(n, "a central header's name and fields", "the directory's end");
+    if (cd_size - pos - kCentralSize < nlen + xlen + clen)
+      bad(n, "a central header's name and fields", "the directory's end");
     const std::uint8_t* name = h + kCentralSize;
     e.raw_name.assign(reinterpret_cast<const char*>(name), nlen);
     std::string unicode_name;
@@ -193,8 +194,7 @@ struct CentralParser {
         bool ok = true;
         apply_zip64(x + 4, len, e, disk, ok);
         if (!ok) bad(n, "a complete Zip64 extra field", "a short one");
-      } else if (id == kExtraUnicodePath && len > 5 && x[4] == 1 &&
-                 le32(x + 5) == crc32(0, name, nlen)) {
+      } else if (id == kExtraUnicodePath && len > 5 && x[4] == 1 && le32(x + 5) == crc32(0, name, nlen)) {
         unicode_name.assign(reinterpret_cast<const char*>(x + 9), len - 5);
       }
       p += 4 + len;

@@ -25,7 +25,7 @@
 #include <optional>
 #include <vector>
 
-#include "frugal/archive.h"
+#include "frugal/archive/archive.h"
 
 namespace frugal {
 

@@ -9,13 +9,14 @@
 #include <memory>
 
 #include "archive/name_encoding.h"
+#include "archive/readers.h"
 #include "archive/zip_format.h"
 #include "archive/zip_index.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/name_encoding.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/archive/name_encoding.h"
 
 namespace frugal {
 
@@ -23,18 +24,30 @@ using namespace zip;
 
 std::string method_name(std::uint16_t method) {
   switch (method) {
-    case 0: return "stored";
-    case 1: return "shrink";
-    case 6: return "implode";
-    case 8: return "deflate";
-    case 9: return "deflate64";
-    case 12: return "bzip2";
-    case 14: return "lzma";
-    case 93: return "zstd";
-    case 95: return "xz";
-    case 98: return "ppmd";
-    case 99: return "aes";
-    default: return "method-" + std::to_string(method);
+    case 0:
+      return "stored";
+    case 1:
+      return "shrink";
+    case 6:
+      return "implode";
+    case 8:
+      return "deflate";
+    case 9:
+      return "deflate64";
+    case 12:
+      return "bzip2";
+    case 14:
+      return "lzma";
+    case 93:
+      return "zstd";
+    case 95:
+      return "xz";
+    case 98:
+      return "ppmd";
+    case 99:
+      return "aes";
+    default:
+      return "method-" + std::to_string(method);
   }
 }
 
@@ -77,6 +90,7 @@ class ZipArchive final : public Archive {
   ZipArchive(std::unique_ptr<ByteSource> src, std::string display, const ArchiveOptions& options)
       : src_(std::move(src)), display_(std::move(display)), idx_(build_zip_index(*src_, display_, options)) {}
 
+  const char* format() const override { return "zip"; }
   const std::vector<ZipEntry>& entries() const override { return idx_.entries; }
   std::optional<std::size_t> find(std::string_view name) const override {
     if (auto i = idx_.by_name.find(idx_.entries, name)) return *i;
@@ -87,7 +101,9 @@ class ZipArchive final : public Archive {
 
   void read(std::size_t i, std::vector<std::uint8_t>& out) const override {
     const ZipEntry& e = entry(i);
-    if (e.encrypted) bad(e, ErrorKind::unsupported, "an unencrypted entry", "an encrypted one", "decrypt it with unzip and pack it again");
+    if (e.encrypted)
+      bad(e, ErrorKind::unsupported, "an unencrypted entry", "an encrypted one",
+          "decrypt it with unzip and pack it again");
     if (e.method != 0 && e.method != 8)
       bad(e, ErrorKind::unsupported, "stored or deflate", method_name(e.method),
           "repack with 'zip' (deflate) or 'frugal pack'");
@@ -115,7 +131,8 @@ class ZipArchive final : public Archive {
     src_->check_intact();  // before the CRC: a part that shrank is named as such, not as corrupt
     const std::uint32_t crc = crc32(0, out.data(), out.size());
     if (crc != e.crc32)
-      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc),
+          "the archive is damaged; copy it again");
   }
 
   void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const override {
@@ -136,7 +153,8 @@ class ZipArchive final : public Archive {
       done += n;
     }
     if (crc != e.crc32)
-      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc),
+          "the archive is damaged; copy it again");
   }
 
   std::optional<std::span<const std::uint8_t>> stored_view(std::size_t i) const override {
@@ -145,11 +163,17 @@ class ZipArchive final : public Archive {
     return src_->view(data_offset(i), static_cast<std::size_t>(e.size));
   }
 
+  std::optional<std::uint64_t> stored_offset(std::size_t i) const override {
+    const ZipEntry& e = entry(i);
+    if (e.method != 0 || e.encrypted || e.compressed_size != e.size) return std::nullopt;
+    return data_offset(i);
+  }
+
  private:
   const ZipEntry& entry(std::size_t i) const {
     if (i >= idx_.entries.size())
-      fail(ErrorKind::usage, display_, "an entry index below " + std::to_string(idx_.entries.size()),
-           std::to_string(i), "");
+      fail(ErrorKind::usage, display_, "an entry index below " + std::to_string(idx_.entries.size()), std::to_string(i),
+           "");
     return idx_.entries[i];
   }
 
@@ -180,8 +204,8 @@ class ZipArchive final : public Archive {
     const std::uint64_t data = e.local_header_offset + kLocalSize + nlen + xlen;
     if (nlen != e.raw_name.size() || data > limit || e.compressed_size > limit - data)
       bad(e, ErrorKind::invalid, "a local header and data that end before the next entry",
-          "a header of " + std::to_string(kLocalSize + nlen + xlen) + " bytes and " + std::to_string(e.compressed_size) +
-              " data bytes reaching past offset " + std::to_string(limit),
+          "a header of " + std::to_string(kLocalSize + nlen + xlen) + " bytes and " +
+              std::to_string(e.compressed_size) + " data bytes reaching past offset " + std::to_string(limit),
           "the archive is damaged or crafted (overlapping entries); do not use it");
     // In a split set the limit may lie in the next part while the entry itself does not.
     const std::uint8_t* p = whole ? whole->data() : nullptr;
@@ -255,12 +279,13 @@ class ZipArchive final : public Archive {
   void inflate_to(const ZipEntry& e, std::uint64_t data,
                   const std::function<void(std::span<const std::uint8_t>)>& sink) const {
     std::uint64_t bound = 0;
-    if (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) || __builtin_add_overflow(bound, 64, &bound) ||
-        e.size > bound)
+    if (__builtin_mul_overflow(e.compressed_size, kMaxDeflateRatio, &bound) ||
+        __builtin_add_overflow(bound, 64, &bound) || e.size > bound)
       bad(e, ErrorKind::invalid, "a size deflate can reach from " + std::to_string(e.compressed_size) + " bytes",
           std::to_string(e.size) + " bytes declared", "the header lies; the archive is damaged or crafted");
     z_stream z{};
-    if (inflateInit2(&z, -15) != Z_OK) fail(ErrorKind::io, "zlib", "an inflate stream", "out of memory", "free some memory");
+    if (inflateInit2(&z, -15) != Z_OK)
+      fail(ErrorKind::io, "zlib", "an inflate stream", "out of memory", "free some memory");
     struct End {
       z_stream* z;
       ~End() { inflateEnd(z); }
@@ -273,7 +298,9 @@ class ZipArchive final : public Archive {
     for (int rc = Z_OK; rc != Z_STREAM_END;) {
       if (z.avail_in == 0) {
         const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(in.size() - 1, e.compressed_size - consumed));
-        if (n == 0) bad(e, ErrorKind::invalid, "valid deflate data", "data that ends early", "the archive is damaged; copy it again");
+        if (n == 0)
+          bad(e, ErrorKind::invalid, "valid deflate data", "data that ends early",
+              "the archive is damaged; copy it again");
         src_->read_at(data + consumed, in.data(), n);
         consumed += n;
         z.next_in = in.data();
@@ -296,11 +323,12 @@ class ZipArchive final : public Archive {
       }
     }
     if (produced != e.size)
-      bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)", std::to_string(produced) + " bytes",
-          "the archive is damaged; copy it again");
+      bad(e, ErrorKind::invalid, std::to_string(e.size) + " bytes (the declared size)",
+          std::to_string(produced) + " bytes", "the archive is damaged; copy it again");
     src_->check_intact();
     if (crc != e.crc32)
-      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc), "the archive is damaged; copy it again");
+      bad(e, ErrorKind::invalid, "CRC-32 " + hex32(e.crc32), "CRC-32 " + hex32(crc),
+          "the archive is damaged; copy it again");
   }
 
   std::unique_ptr<ByteSource> src_;
@@ -316,6 +344,20 @@ std::string entry_problem(const ZipEntry& e) {
     if (auto p = name_problem(e.name); !p.empty()) return p + " (as decoded)";
   if (!e.is_dir && normalize_relative(e.name).empty()) return "a name that names no file ('.')";
   if (e.is_symlink) return "symlink entry (frugal never creates links)";
+  switch (e.special) {
+    case SpecialMember::none:
+      break;
+    case SpecialMember::hard_link:
+      return "hard link entry (frugal never creates links)";
+    case SpecialMember::device:
+      return "device entry";
+    case SpecialMember::fifo:
+      return "FIFO entry";
+    case SpecialMember::sparse:
+      return "sparse file entry (read it with tar)";
+    case SpecialMember::other:
+      return "entry of a kind frugal does not read";
+  }
   if (e.duplicate_name) return "duplicate name";
   if (e.encrypted) return "encrypted entry";
   if (e.method != 0 && e.method != 8) return "unsupported compression method " + method_name(e.method);
@@ -337,8 +379,9 @@ std::string not_utf8_advice(const Archive& archive) {
   for (const ZipEntry& e : archive.entries())
     if (!is_valid_utf8(e.raw_name)) raw.push_back(e.raw_name);
   const std::vector<std::string> guess = guess_name_encodings(raw);
-  std::string advice = "their names are not UTF-8, and differ only in bytes shown as U+FFFD: give the encoding they "
-                       "were written in with {name_encoding}";
+  std::string advice =
+      "their names are not UTF-8, and differ only in bytes shown as U+FFFD: give the encoding they "
+      "were written in with {name_encoding}";
   if (guess.empty()) return advice + " (e.g. cp437, gbk, shift_jis)";
   advice += " (they look like " + guess[0];
   for (std::size_t i = 1; i < guess.size(); ++i) advice += (i + 1 == guess.size() ? " or " : ", ") + guess[i];
@@ -365,13 +408,9 @@ void refuse_duplicate_names(const Archive& archive) {
            : "it is unclear which one is meant; repack the archive without the duplicates ('frugal ls' marks them)");
 }
 
-std::unique_ptr<Archive> Archive::open(std::unique_ptr<ByteSource> source, std::string display_name,
-                                       const ArchiveOptions& options) {
-  return std::make_unique<ZipArchive>(std::move(source), std::move(display_name), options);
-}
-
-std::unique_ptr<Archive> Archive::open(const std::filesystem::path& path, const ArchiveOptions& options) {
-  return open(open_byte_source(path), path.string(), options);
+std::unique_ptr<Archive> open_zip_archive(std::unique_ptr<ByteSource> source, std::string display,
+                                          const ArchiveOptions& options) {
+  return std::make_unique<ZipArchive>(std::move(source), std::move(display), options);
 }
 
 }  // namespace frugal

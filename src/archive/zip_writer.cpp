@@ -5,8 +5,8 @@
 #include <cstring>
 #include <memory>
 
-#include "frugal/error.h"
-#include "frugal/hash.h"
+#include "frugal/util/error.h"
+#include "frugal/util/hash.h"
 
 namespace frugal {
 namespace {
@@ -31,6 +31,58 @@ class Bytes {
 
 std::uint32_t clamp32(std::uint64_t v) { return v >= kMax32 ? kMax32 : static_cast<std::uint32_t>(v); }
 std::uint16_t version_needed(bool zip64, std::uint16_t method) { return zip64 ? 45 : method == 8 ? 20 : 10; }
+
+// One central directory record; `Central` is ZipWriter::Central, private to it.
+template <class Central>
+void append_central_header(Bytes& cd, const Central& c) {
+  Bytes extra;  // Zip64 fields in the order the spec fixes, only those that overflow
+  if (c.size >= kMax32) extra.u64(c.size);
+  if (c.compressed_size >= kMax32) extra.u64(c.compressed_size);
+  if (c.offset >= kMax32) extra.u64(c.offset);
+  const bool z = !extra.data().empty();
+  cd.u32(0x02014b50);
+  cd.u16(kMadeByUnix | version_needed(z, c.method));
+  cd.u16(version_needed(z, c.method));
+  cd.u16(kFlagUtf8);
+  cd.u16(c.method);
+  cd.u16(kDosTime);
+  cd.u16(kDosDate);
+  cd.u32(c.crc32);
+  cd.u32(clamp32(c.compressed_size));
+  cd.u32(clamp32(c.size));
+  cd.u16(static_cast<std::uint16_t>(c.name.size()));
+  cd.u16(z ? static_cast<std::uint16_t>(4 + extra.data().size()) : 0);
+  cd.u16(0);  // comment
+  cd.u16(0);  // disk
+  cd.u16(0);  // internal attributes
+  cd.u32(kRegularFileMode);
+  cd.u32(clamp32(c.offset));
+  cd.str(c.name);
+  if (z) {
+    cd.u16(0x0001);
+    cd.u16(static_cast<std::uint16_t>(extra.data().size()));
+    cd.str(extra.data());
+  }
+}
+
+// The Zip64 end of central directory record, written at `z64_end`, and its locator.
+void append_zip64_end(Bytes& end, std::uint64_t count, std::uint64_t cd_size, std::uint64_t cd_start,
+                      std::uint64_t z64_end) {
+  end.u32(0x06064b50);
+  end.u64(44);  // size of the rest of this record
+  end.u16(kMadeByUnix | 45);
+  end.u16(45);
+  end.u32(0);
+  end.u32(0);
+  end.u64(count);
+  end.u64(count);
+  end.u64(cd_size);
+  end.u64(cd_start);
+  end.u32(0x07064b50);  // locator
+  end.u32(0);
+  end.u64(z64_end);
+  end.u32(1);
+}
 }  // namespace
 
 bool is_precompressed_image(std::span<const std::uint8_t> d) {
@@ -41,8 +93,8 @@ bool is_precompressed_image(std::span<const std::uint8_t> d) {
       if (d[i++] != c) return false;
     return true;
   };
-  return starts({0xFF, 0xD8, 0xFF}) ||                                  // JPEG
-         starts({0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A}) ||      // PNG
+  return starts({0xFF, 0xD8, 0xFF}) ||                                         // JPEG
+         starts({0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A}) ||              // PNG
          (starts({'R', 'I', 'F', 'F'}) && starts({'W', 'E', 'B', 'P'}, 8)) ||  // WebP
          starts({'G', 'I', 'F', '8', '7', 'a'}) || starts({'G', 'I', 'F', '8', '9', 'a'});
 }
@@ -54,7 +106,7 @@ PreparedEntry prepare_entry(std::string name, std::vector<std::uint8_t> data, in
   e.crc32 = crc32(0, data.data(), data.size());
   if (!data.empty() && !is_precompressed_image(data)) {
     std::unique_ptr<libdeflate_compressor, void (*)(libdeflate_compressor*)> c(libdeflate_alloc_compressor(level),
-                                                                              libdeflate_free_compressor);
+                                                                               libdeflate_free_compressor);
     if (!c) throw Error(ErrorKind::io, "libdeflate: cannot allocate a compressor (out of memory?)");
     std::vector<std::uint8_t> out(libdeflate_deflate_compress_bound(c.get(), data.size()));
     std::size_t n = libdeflate_deflate_compress(c.get(), data.data(), data.size(), out.data(), out.size());
@@ -107,57 +159,14 @@ void ZipWriter::add(const PreparedEntry& e) {
 void ZipWriter::finish() {
   const std::uint64_t cd_start = sink_.offset();
   Bytes cd;
-  for (const auto& c : central_) {
-    Bytes extra;  // Zip64 fields in the order the spec fixes, only those that overflow
-    if (c.size >= kMax32) extra.u64(c.size);
-    if (c.compressed_size >= kMax32) extra.u64(c.compressed_size);
-    if (c.offset >= kMax32) extra.u64(c.offset);
-    const bool z = !extra.data().empty();
-    cd.u32(0x02014b50);
-    cd.u16(kMadeByUnix | version_needed(z, c.method));
-    cd.u16(version_needed(z, c.method));
-    cd.u16(kFlagUtf8);
-    cd.u16(c.method);
-    cd.u16(kDosTime);
-    cd.u16(kDosDate);
-    cd.u32(c.crc32);
-    cd.u32(clamp32(c.compressed_size));
-    cd.u32(clamp32(c.size));
-    cd.u16(static_cast<std::uint16_t>(c.name.size()));
-    cd.u16(z ? static_cast<std::uint16_t>(4 + extra.data().size()) : 0);
-    cd.u16(0);  // comment
-    cd.u16(0);  // disk
-    cd.u16(0);  // internal attributes
-    cd.u32(kRegularFileMode);
-    cd.u32(clamp32(c.offset));
-    cd.str(c.name);
-    if (z) {
-      cd.u16(0x0001);
-      cd.u16(static_cast<std::uint16_t>(extra.data().size()));
-      cd.str(extra.data());
-    }
-  }
+  for (const auto& c : central_) append_central_header(cd, c);
   sink_.write(cd.data().data(), cd.data().size());
   const std::uint64_t cd_size = cd.data().size();
   const std::uint64_t count = central_.size();
   Bytes end;
   if (count > 0xFFFF || cd_start >= kMax32 || cd_size >= kMax32 || zip64_) {
     zip64_ = true;
-    const std::uint64_t z64_end = sink_.offset();
-    end.u32(0x06064b50);
-    end.u64(44);  // size of the rest of this record
-    end.u16(kMadeByUnix | 45);
-    end.u16(45);
-    end.u32(0);
-    end.u32(0);
-    end.u64(count);
-    end.u64(count);
-    end.u64(cd_size);
-    end.u64(cd_start);
-    end.u32(0x07064b50);  // locator
-    end.u32(0);
-    end.u64(z64_end);
-    end.u32(1);
+    append_zip64_end(end, count, cd_size, cd_start, sink_.offset());
   }
   end.u32(0x06054b50);
   end.u16(0);

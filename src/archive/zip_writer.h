@@ -20,8 +20,8 @@ namespace frugal {
 
 // An entry ready to be written: compressed (or not) and checksummed, e.g. on a worker thread.
 struct PreparedEntry {
-  std::string name;                // UTF-8, '/' separated
-  std::uint16_t method = 0;        // 0 stored, 8 deflate
+  std::string name;          // UTF-8, '/' separated
+  std::uint16_t method = 0;  // 0 stored, 8 deflate
   std::uint32_t crc32 = 0;
   std::uint64_t size = 0;          // uncompressed
   std::vector<std::uint8_t> data;  // as stored in the archive

@@ -2,8 +2,8 @@
 #include <ctime>
 #include <optional>
 
-#include "frugal/budget.h"
-#include "frugal/units.h"
+#include "frugal/budget/budget.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -15,9 +15,7 @@ void update(double& avg, bool& known, double sample) {
   known = true;
 }
 
-double seconds_between(Env::SteadyTime a, Env::SteadyTime b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+double seconds_between(Env::SteadyTime a, Env::SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -106,8 +104,8 @@ void Deadline::check_fits_one_step() const {
   double need = step_ + save_;
   if (step_known_ && need + margin(need) > total)
     fail(ErrorKind::budget, "deadline",
-         "time for at least one step and a save (about " + format_duration(std::chrono::seconds(
-                                                               static_cast<long long>(need + margin(need) + 0.999))) + ")",
+         "time for at least one step and a save (about " +
+             format_duration(std::chrono::seconds(static_cast<long long>(need + margin(need) + 0.999))) + ")",
          "a deadline " + format_duration(std::chrono::seconds(static_cast<long long>(total))) + " away",
          "give a later deadline, or a smaller batch or image size; nothing was changed");
 }

@@ -6,12 +6,12 @@
 #include <set>
 #include <string_view>
 
-#include "frugal/budget.h"
-#include "frugal/checked.h"
-#include "frugal/fs.h"
-#include "frugal/progress.h"
-#include "frugal/run_folder.h"
-#include "frugal/units.h"
+#include "frugal/budget/budget.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/progress.h"
+#include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/util/units.h"
 
 namespace fs = std::filesystem;
 
@@ -56,22 +56,32 @@ bool is_data_name(std::string_view name) {
 
 const char* to_string(FileKind kind) {
   switch (kind) {
-    case FileKind::data: return "data";
-    case FileKind::checkpoint: return "checkpoints";
-    case FileKind::temporary: return "temporary";
-    case FileKind::partial: return "partial";
-    case FileKind::other: return "other";
+    case FileKind::data:
+      return "data";
+    case FileKind::checkpoint:
+      return "checkpoints";
+    case FileKind::temporary:
+      return "temporary";
+    case FileKind::partial:
+      return "partial";
+    case FileKind::other:
+      return "other";
   }
   return "other";
 }
 
 std::uint64_t& DiskUsage::operator[](FileKind kind) {
   switch (kind) {
-    case FileKind::data: return data;
-    case FileKind::checkpoint: return checkpoints;
-    case FileKind::temporary: return temporary;
-    case FileKind::partial: return partial;
-    case FileKind::other: break;
+    case FileKind::data:
+      return data;
+    case FileKind::checkpoint:
+      return checkpoints;
+    case FileKind::temporary:
+      return temporary;
+    case FileKind::partial:
+      return partial;
+    case FileKind::other:
+      break;
   }
   return other;
 }
@@ -231,11 +241,12 @@ void DiskBudget::check_once() {
   std::uint64_t room = available();
   std::uint64_t threshold = options_.warn_below;
   if (options_.limit)
-    threshold = std::max<std::uint64_t>(threshold > *options_.limit ? 0 : threshold,
-                                        static_cast<std::uint64_t>(*options_.limit * options_.warn_below_fraction));
+    threshold = std::max<std::uint64_t>(
+        threshold > *options_.limit ? 0 : threshold,
+        static_cast<std::uint64_t>(static_cast<double>(*options_.limit) * options_.warn_below_fraction));
   bool low = room < threshold;
   if (low && !warned_.exchange(true))
-    note("frugal: warning: only " + format_size(room) + " of disk left for " + workspace_.string() +
+    warn("only " + format_size(room) + " of disk left for " + workspace_.string() +
          "; checkpoints may be skipped. Free space (frugal du, frugal clean) or raise {disk_budget}");
   if (!low) warned_ = false;
 }

@@ -3,7 +3,7 @@
 
 #include <atomic>
 
-#include "frugal/budget.h"
+#include "frugal/budget/budget.h"
 
 namespace frugal {
 namespace {
@@ -72,11 +72,16 @@ int SignalGuard::signal_number() const { return g_signal.load(); }
 
 const char* SignalGuard::signal_name(int sig) {
   switch (sig) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "a signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
+    default:
+      return "a signal";
   }
 }
 

@@ -1,13 +1,13 @@
-#include "frugal/checkpoint.h"
+#include "frugal/checkpoint/checkpoint.h"
 
 #include <xxhash.h>
 
 #include <cstdio>
 #include <limits>
 
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/input_path.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/input_path.h"
 #include "checkpoint/internal.h"
 
 namespace fs = std::filesystem;
@@ -42,15 +42,15 @@ std::int64_t integer(const Metadata& md, const std::string& key, const std::stri
     std::size_t used = 0;
     auto v = std::stoll(s, &used);
     if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   fail(ErrorKind::invalid, where, "an integer in metadata \"" + key + "\"", "\"" + s + "\"", "the file is corrupt");
 }
 
 // Keys this file owns; anything else in the metadata is carried in Checkpoint::extra.
-const char* const kOwnKeys[] = {"format", "version", "kind", "model", "classes", "image_size", "channels", "mean",
-                                "std", "epoch", "step", "loader", "schedule", "metrics", "config", "metric_name",
-                                "metric_value", "metric_mode", "checksum"};
+const char* const kOwnKeys[] = {
+    "format",       "version",     "kind",     "model",       "classes",       "image_size", "channels", "mean",
+    "std",          "epoch",       "step",     "loader",      "schedule",      "metrics",    "config",   "metric_name",
+    "metric_value", "metric_mode", "checksum", "module_file", "module_sha256", "num_classes"};
 
 bool own_key(const std::string& k) {
   for (const char* o : kOwnKeys)
@@ -60,9 +60,7 @@ bool own_key(const std::string& k) {
 
 }  // namespace
 
-std::map<std::string, torch::Tensor> Checkpoint::weight_map() const {
-  return {weights.begin(), weights.end()};
-}
+std::map<std::string, torch::Tensor> Checkpoint::weight_map() const { return {weights.begin(), weights.end()}; }
 
 const torch::Tensor* Checkpoint::find_state(const std::string& name) const {
   for (const auto& [n, t] : state)
@@ -70,9 +68,7 @@ const torch::Tensor* Checkpoint::find_state(const std::string& name) const {
   return nullptr;
 }
 
-NamedTensors to_named(const std::map<std::string, torch::Tensor>& tensors) {
-  return {tensors.begin(), tensors.end()};
-}
+NamedTensors to_named(const std::map<std::string, torch::Tensor>& tensors) { return {tensors.begin(), tensors.end()}; }
 
 std::string tensors_checksum(const NamedTensors& tensors) {
   XXH3_state_t* st = XXH3_createState();
@@ -96,6 +92,11 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   md["classes"] = nlohmann::json(c.model.classes).dump();
   md["image_size"] = std::to_string(c.model.image_size);
   md["channels"] = std::to_string(c.model.channels);
+  if (!c.model.module_sha256.empty()) {  // a TorchScript module's weights: for that file's code
+    md["module_file"] = c.model.module_file;
+    md["module_sha256"] = c.model.module_sha256;
+    md["num_classes"] = std::to_string(c.model.classes.size());
+  }
   md["mean"] = nlohmann::json(c.model.mean).dump();
   md["std"] = nlohmann::json(c.model.std).dump();
   md["epoch"] = std::to_string(c.epoch);
@@ -134,6 +135,10 @@ Checkpoint checkpoint_from_file(SafetensorsFile file) {
   c.model.classes = json_or(md, "classes", where).get<std::vector<std::string>>();
   c.model.image_size = static_cast<int>(integer(md, "image_size", where));
   c.model.channels = static_cast<int>(integer(md, "channels", where));
+  if (c.model.name == kTorchScriptModel) {
+    c.model.module_file = need(md, "module_file", where);
+    c.model.module_sha256 = need(md, "module_sha256", where);
+  }
   c.model.mean = json_or(md, "mean", where).get<std::vector<float>>();
   c.model.std = json_or(md, "std", where).get<std::vector<float>>();
   c.epoch = integer(md, "epoch", where);
@@ -146,11 +151,15 @@ Checkpoint checkpoint_from_file(SafetensorsFile file) {
   // another type: refuse such a file here, where it is still a bad checkpoint and resume can fall
   // back to the previous one.
   for (const auto& [key, obj] : {std::pair<const char*, const nlohmann::json*>{"loader", &c.loader},
-                                 {"schedule", &c.schedule}, {"metrics", &c.metrics}, {"config", &c.config}})
-    if (!obj->is_object()) fail(ErrorKind::invalid, where, std::string("a JSON object in \"") + key + "\"",
-                                obj->type_name(), "the checkpoint is damaged or crafted");
+                                 {"schedule", &c.schedule},
+                                 {"metrics", &c.metrics},
+                                 {"config", &c.config}})
+    if (!obj->is_object())
+      fail(ErrorKind::invalid, where, std::string("a JSON object in \"") + key + "\"", obj->type_name(),
+           "the checkpoint is damaged or crafted");
   for (const auto& [obj, key] : {std::pair<const nlohmann::json*, const char*>{&c.loader, "epoch"},
-                                 {&c.loader, "position"}, {&c.schedule, "micro_batch"}})
+                                 {&c.loader, "position"},
+                                 {&c.schedule, "micro_batch"}})
     if (obj->contains(key) && !(*obj)[key].is_number_integer())
       fail(ErrorKind::invalid, where, std::string("an integer \"") + key + "\"", (*obj)[key].type_name(),
            "the checkpoint is damaged or crafted");
@@ -193,7 +202,8 @@ auto at_load_boundary(const fs::path& path, Fn&& fn) -> decltype(fn()) {
   } catch (const std::filesystem::filesystem_error&) {
     throw;
   } catch (const std::exception& e) {
-    fail(ErrorKind::invalid, path.string(), "a frugal checkpoint", e.what(), "the file is corrupt or crafted; use an earlier checkpoint");
+    fail(ErrorKind::invalid, path.string(), "a frugal checkpoint", e.what(),
+         "the file is corrupt or crafted; use an earlier checkpoint");
   }
 }
 
@@ -276,7 +286,8 @@ CkptFile resolve_ckpt_file(const fs::path& ckpt) {
 Checkpoint snapshot(const Checkpoint& ckpt) {
   Checkpoint c = ckpt;  // JSON and strings copied; tensors still shared
   auto copy = [](NamedTensors& ts) {
-    for (auto& [name, t] : ts) t = t.detach().to(t.options().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true).contiguous();
+    for (auto& [name, t] : ts)
+      t = t.detach().to(t.options().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true).contiguous();
   };
   copy(c.weights);
   copy(c.state);

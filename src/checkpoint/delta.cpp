@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "checkpoint/internal.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -77,8 +77,9 @@ std::pair<NamedTensors, Metadata> encode(const Checkpoint& ckpt, const Checkpoin
       mode = same ? "same" : "xor";
     }
     index.push_back({name, safetensors_dtype(t.scalar_type()), t.sizes().vec(), mode});
-    if (mode != "same") stored.emplace_back(kStoredPrefix + name, compress(shuffle(
-                                                                        reinterpret_cast<const unsigned char*>(bits.data()), n, k)));
+    if (mode != "same")
+      stored.emplace_back(kStoredPrefix + name,
+                          compress(shuffle(reinterpret_cast<const unsigned char*>(bits.data()), n, k)));
   }
   Checkpoint meta_only = ckpt;
   meta_only.kind = "delta";
@@ -124,7 +125,8 @@ LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
   auto& base_md = base_file.header.metadata;
   if (base_md["kind"] != "full")
     fail(ErrorKind::invalid, where, "a full checkpoint as base " + base_path.string(),
-         "kind \"" + base_md["kind"].substr(0, 40) + "\"", "the delta file is damaged or crafted; use another checkpoint");
+         "kind \"" + base_md["kind"].substr(0, 40) + "\"",
+         "the delta file is damaged or crafted; use another checkpoint");
   if (base_md["checksum"] != md["base_checksum"])
     fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"],
          base_md["checksum"], "the base was replaced; use another checkpoint");

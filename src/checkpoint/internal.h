@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "frugal/checkpoint.h"
+#include "frugal/checkpoint/checkpoint.h"
 
 namespace frugal {
 
@@ -26,8 +26,8 @@ ParsedFile read_parsed_file(const std::filesystem::path& path, Links links);
 // A checkpoint as a load leaves it, with what a resume goes on from.
 struct LoadedCheckpoint {
   Checkpoint ckpt;
-  std::string checksum;              // the file's metadata "checksum" (verified)
-  std::optional<Checkpoint> base;    // a delta's base (a full checkpoint), loaded and verified with it
+  std::string checksum;            // the file's metadata "checksum" (verified)
+  std::optional<Checkpoint> base;  // a delta's base (a full checkpoint), loaded and verified with it
   std::filesystem::path base_path;
   std::string base_checksum;
 };

@@ -4,11 +4,11 @@
 #include <set>
 
 #include "checkpoint/internal.h"
-#include "frugal/checkpoint.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/progress.h"
-#include "frugal/units.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
 
 namespace fs = std::filesystem;
 
@@ -25,9 +25,7 @@ std::uint64_t tensor_bytes(const NamedTensors& ts) {
 
 // A --disk-budget value of at least `bytes`, in whole MiB ("300M"): format_size() rounds to
 // three digits, sometimes down, and a suggestion must fit when typed back.
-std::string size_option(std::uint64_t bytes) {
-  return std::to_string((bytes + (1ull << 20) - 1) >> 20) + "M";
-}
+std::string size_option(std::uint64_t bytes) { return std::to_string((bytes + (1ull << 20) - 1) >> 20) + "M"; }
 
 // Runs `write` (a crash-safe write of `path`). A full disk reported after the rename (the folder
 // sync) leaves the new file in place: it is what a reader and a rerun now see, so the write
@@ -44,7 +42,7 @@ void published_despite_error(const fs::path& path, Write&& write) {
   } catch (const DiskFullError& e) {
     const ino_t after = inode();
     if (after == 0 || after == before) throw;  // nothing was published
-    note(std::string("frugal: warning: ") + e.what() + " (after " + path.string() +
+    warn(std::string(e.what()) + " (after " + path.string() +
          " was in place; it stands, but may not survive a power cut)");
   }
 }
@@ -87,7 +85,9 @@ int CheckpointManager::discard_previous() {
   known_good_step_.reset();
   best_metric_.reset();
   best_loaded_ = true;
-  if (n) note("frugal: {fresh}: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " + run_.string());
+  if (n)
+    note("frugal: {fresh}: removed " + std::to_string(n) + " checkpoint file(s) of the previous run in " +
+         run_.string());
   return n;
 }
 
@@ -157,8 +157,8 @@ void CheckpointManager::require_room_for_run(std::uint64_t weight_bytes, std::ui
   std::string fix = limit ? "raise {disk_budget} to at least " + size_option(*limit + (need - have)) + ", or "
                           : "free " + format_size(need - have) + " (frugal du, frugal clean), or ";
   fail(ErrorKind::budget, run_.string(),
-       format_size(need) + " within " + within + " to keep the run resumable: two checkpoints of " +
-           format_size(full) + " (the last good one stays until the next is written)" +
+       format_size(need) + " within " + within + " to keep the run resumable: two checkpoints of " + format_size(full) +
+           " (the last good one stays until the next is written)" +
            (best ? " + best.safetensors of " + format_size(best) : std::string()) +
            (log_bytes ? " + " + format_size(log_bytes) + " of logs" : std::string()),
        format_size(have) + " for this run", fix + "train a smaller model or image size; nothing was trained");
@@ -222,21 +222,21 @@ SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
         published_despite_error(run_ / kBestFile, [&] { save_checkpoint(run_ / kBestFile, best, env_); });
         weights_saved = true;
       } catch (const DiskFullError& e) {  // the budget had room, the disk did not
-        note(std::string("frugal: warning: ") + e.what());
+        warn(e.what());
       }
     }
     if (weights_saved) {
       r.status = SaveResult::Status::weights_only;
       r.file = run_ / kBestFile;
       r.message = "not enough room for a full checkpoint (" + format_size(estimate_bytes(ckpt)) +
-                  "); saved only the weights to " + r.file.string() + " (not resumable from here; " +
-                  resumable_from() + ")";
+                  "); saved only the weights to " + r.file.string() + " (not resumable from here; " + resumable_from() +
+                  ")";
     } else {
       r.status = SaveResult::Status::skipped_no_room;
       r.message = "no room for a checkpoint of " + format_size(estimate_bytes(ckpt)) + " in " + run_.string() +
                   "; checkpoint SKIPPED (" + resumable_from() + "). Free space (frugal du, frugal clean)";
     }
-    note("frugal: warning: " + r.message);
+    warn(r.message);
     r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
     return r;
   }
@@ -245,14 +245,14 @@ SaveResult CheckpointManager::save(const Checkpoint& ckpt) {
   } catch (const DiskFullError& e) {
     r.status = SaveResult::Status::disk_full;
     r.message = std::string(e.what()) + " (the previous checkpoint is intact)";
-    note("frugal: warning: checkpoint not saved: " + r.message);
+    warn("checkpoint not saved: " + r.message);
     r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
     return r;
   }
   try {
     r.best_updated = options_.write_best && update_best(ckpt);
   } catch (const DiskFullError& e) {
-    note(std::string("frugal: warning: best.safetensors not updated: ") + e.what());
+    warn(std::string("best.safetensors not updated: ") + e.what());
   }
   r.deleted = apply_retention();
   r.seconds = std::chrono::duration<double>(env_.steady_now() - start).count();
@@ -305,7 +305,7 @@ bool CheckpointManager::update_best(const Checkpoint& ckpt) {
   }
   if (!improves(ckpt, best_metric_)) return false;
   if (budget_ && !budget_->make_room(best_bytes(ckpt))) {
-    note("frugal: warning: no room for " + (run_ / kBestFile).string() + " (" + format_size(best_bytes(ckpt)) +
+    warn("no room for " + (run_ / kBestFile).string() + " (" + format_size(best_bytes(ckpt)) +
          ") within the disk budget; it was NOT updated. Free space (frugal du, frugal clean) or raise {disk_budget}");
     return false;
   }

@@ -1,13 +1,19 @@
 // Reading model files: any CKPT (a checkpoint, best.safetensors, a run folder, a compressed
 // model) as a model ready to run, and the compressed models' stored weights decoded to float32
 // (docs/compressed-model.md). Writing compressed models is compress's.
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <span>
 #include <map>
 
-#include "frugal/checked.h"
-#include "frugal/checkpoint.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
+#include "frugal/util/checked.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/checkpoint/weights_file.h"
+#include "frugal/weights/torch_save.h"
+#include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 
 namespace frugal {
 namespace {
@@ -23,9 +29,10 @@ nlohmann::json parse_compression(const Checkpoint& c, const std::string& source)
            j.is_object() ? "no tensor index" : std::string("a JSON ") + j.type_name(),
            "the file is damaged; compress the checkpoint again");
     if (j.value("format", "") != kCompressedFormat || j.value("version", 0) != kCompressedVersion)
-      fail(ErrorKind::unsupported, source, std::string(kCompressedFormat) + " version " +
-           std::to_string(kCompressedVersion), j.value("format", "?") + " version " +
-           std::to_string(j.value("version", 0)), "use the frugal that wrote this file, or compress again");
+      fail(ErrorKind::unsupported, source,
+           std::string(kCompressedFormat) + " version " + std::to_string(kCompressedVersion),
+           j.value("format", "?") + " version " + std::to_string(j.value("version", 0)),
+           "use the frugal that wrote this file, or compress again");
   } catch (const nlohmann::json::exception& e) {  // values of the wrong JSON type
     fail(ErrorKind::invalid, source, "JSON in metadata \"compression\"", e.what(),
          "the file is damaged; compress the checkpoint again");
@@ -120,7 +127,98 @@ std::map<std::string, torch::Tensor> decode_weights(const NamedTensors& stored, 
   return out;
 }
 
-LoadedModel load_model_any(const std::filesystem::path& ckpt) {
+bool is_foreign_weights(const std::filesystem::path& ckpt) {
+  std::error_code ec;
+  // A Hugging Face folder holds config.json and model.safetensors; a run folder neither.
+  if (std::filesystem::is_directory(ckpt, ec))
+    return !std::filesystem::exists(ckpt / kBestFile, ec) && std::filesystem::exists(ckpt / "config.json", ec);
+  if (!std::filesystem::is_regular_file(ckpt, ec)) return false;  // missing or special: said as a CKPT problem
+  try {
+    const auto md = read_safetensors_header(ckpt).metadata;
+    const auto it = md.find("format");
+    return it == md.end() || it->second != kCheckpointFormat;
+  } catch (const Error&) {}
+  // torch.save's zip (its pickle, data.pkl, is written first) or its legacy pickle; any other file
+  // (the data given by mistake, a damaged checkpoint) is said as a CKPT problem.
+  std::ifstream in(ckpt, std::ios::binary);
+  std::string head(1 << 12, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const std::string kind =
+      torch_file_kind(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()), head.size()));
+  return kind == "legacy" || (kind == "zip" && head.find("data.pkl") != std::string::npos);
+}
+
+namespace {
+
+// The size of `name`'s dimension `dim` in the weights; Error(invalid) when they lack it.
+std::int64_t dimension(const std::map<std::string, torch::Tensor>& weights, const std::string& name, std::int64_t dim,
+                       const std::string& file, const std::string& model) {
+  const auto it = weights.find(name);
+  if (it == weights.end() || it->second.dim() <= dim)
+    fail(ErrorKind::invalid, file, "the weights of " + model + " (tensor " + name + ")", "none of that name and shape",
+         "give {model} the model these weights are for");
+  return it->second.size(dim);
+}
+
+LoadedModel load_foreign_model(const std::filesystem::path& file, const ForeignModelOptions& o) {
+  WeightsFile w = load_weights_file(file);
+  LoadedModel out;
+  out.foreign = true;
+  std::string name = o.model, why = "{model}";
+  ScriptedModule scripted;
+  if (name.empty()) {
+    const std::optional<std::string> theirs = zoo_model_for(w.tensors);
+    if (!theirs)
+      fail(ErrorKind::usage, file.string(), "a frugal checkpoint, or weights of a zoo model",
+           "weights of no zoo model" + (w.described.empty() ? std::string() : " (" + w.described + ")"),
+           "give {model} NAME or {model} FILE.pt, the model these weights are for");
+    name = *theirs;
+    why = "chosen by its tensors' names and shapes";
+  }
+  const std::vector<std::string> zoo = model_names();
+  if (std::find(zoo.begin(), zoo.end(), name) == zoo.end()) scripted = load_torchscript(name);  // --model FILE.pt
+  // The input channels and the class count, from the first convolution's and the head's weights.
+  auto probe = scripted.model ? scripted.model : make_model(name, 2, 3);
+  std::string first_conv;
+  for (const auto& p : probe->named_parameters())
+    if (p.value().dim() == 4) {
+      first_conv = p.key();
+      break;
+    }
+  const std::string head = probe->head_prefix() + ".weight";
+  const int channels =
+      first_conv.empty() ? 3 : static_cast<int>(dimension(w.tensors, first_conv, 1, file.string(), name));
+  const std::int64_t classes = dimension(w.tensors, head, 0, file.string(), name);
+  out.info =
+      scripted.model ? torchscript_model_info(name, scripted.sha256, channels) : default_model_info(name, channels);
+  if (o.image_size > 0) out.info.image_size = o.image_size;
+  for (std::int64_t i = 0; i < classes; ++i) out.info.classes.push_back(std::to_string(i));
+  out.model = scripted.model ? scripted.model : make_model(name, static_cast<int>(classes), channels);
+  load_weights(*out.model, w.tensors, /*allow_head_mismatch=*/false);
+  out.model->eval();
+  note(file.string() + ": " + (w.described.empty() ? std::string("weights") : w.described) + ", read as " +
+       (scripted.model ? "the TorchScript module " + name : name) + " (" + why + "), " + std::to_string(classes) +
+       " classes, " + std::to_string(out.info.image_size) + " px");
+  return out;
+}
+
+}  // namespace
+
+void use_data_classes(LoadedModel& loaded, const std::vector<std::string>& data_classes, const std::string& data) {
+  if (!loaded.foreign) return;
+  if (data_classes.size() != loaded.info.classes.size())
+    fail(ErrorKind::invalid, data,
+         "the " + std::to_string(loaded.info.classes.size()) + " classes the weights' head classifies",
+         std::to_string(data_classes.size()) + " classes",
+         "give data with one folder (or label) per class the weights were trained on");
+  loaded.info.classes = data_classes;
+  note(data +
+       ": the weights' class i is the data's i-th class in sorted order, as torchvision's ImageFolder numbers them");
+}
+
+LoadedModel load_model_any(const std::filesystem::path& ckpt, const ForeignModelOptions& foreign) {
+  if (is_foreign_weights(ckpt)) return load_foreign_model(ckpt, foreign);
   const CkptFile resolved = resolve_ckpt_file(ckpt);
   const auto& file = resolved.path;
   Checkpoint c = load_checkpoint(file, resolved.links);
@@ -133,10 +231,11 @@ LoadedModel load_model_any(const std::filesystem::path& ckpt) {
     // LibTorch's dynamic int8 kernels are reachable only through modules the zoo does not use
     // (docs/compressed-model.md), so int8 weights run as float32; only the file is smaller.
     if (compression.contains("weights") && compression["weights"] == "int8")
-      note(file.string() + ": int8 weights dequantized to float32 at load (stored as int8 + scales; "
+      note(file.string() +
+           ": int8 weights dequantized to float32 at load (stored as int8 + scales; "
            "inference runs in float32)");
   }
-  LoadedModel out{c.model, make_model(c.model.name, static_cast<int>(c.model.classes.size()), c.model.channels)};
+  LoadedModel out{c.model, make_model_for(c.model)};
   load_weights(*out.model, weights, /*allow_head_mismatch=*/false);
   out.model->eval();
   return out;

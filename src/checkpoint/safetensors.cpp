@@ -1,4 +1,4 @@
-#include "frugal/safetensors.h"
+#include "frugal/checkpoint/safetensors.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/checked.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/checkpoint_files.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
 
 namespace fs = std::filesystem;
 
@@ -27,13 +27,10 @@ constexpr DtypeName kDtypes[] = {
     {"U8", torch::kUInt8},    {"BOOL", torch::kBool},
 };
 
-torch::Tensor host_contiguous(const torch::Tensor& t) {
-  return t.detach().to(torch::kCPU).contiguous();
-}
+torch::Tensor host_contiguous(const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous(); }
 
 // The JSON header, padded with spaces so the payload starts 8-byte aligned (as safetensors does).
-std::string header_json(const NamedTensors& tensors, const std::vector<torch::Tensor>& host,
-                        const Metadata& metadata) {
+std::string header_json(const NamedTensors& tensors, const std::vector<torch::Tensor>& host, const Metadata& metadata) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (!metadata.empty()) j["__metadata__"] = metadata;
   std::set<std::string> seen;
@@ -41,8 +38,8 @@ std::string header_json(const NamedTensors& tensors, const std::vector<torch::Te
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& name = tensors[i].first;
     if (name == "__metadata__" || !seen.insert(name).second)
-      fail(ErrorKind::invalid, "tensor \"" + name + "\"", "unique tensor names other than __metadata__",
-           "a duplicate", "rename the tensor");
+      fail(ErrorKind::invalid, "tensor \"" + name + "\"", "unique tensor names other than __metadata__", "a duplicate",
+           "rename the tensor");
     std::uint64_t n = host[i].nbytes();
     j[name] = {{"dtype", safetensors_dtype(host[i].scalar_type())},
                {"shape", host[i].sizes().vec()},
@@ -64,8 +61,7 @@ std::vector<torch::Tensor> to_host(const NamedTensors& tensors) {
   std::vector<torch::Tensor> host;
   host.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
-    if (!t.defined())
-      fail(ErrorKind::invalid, "tensor \"" + name + "\"", "a defined tensor", "an undefined one", "");
+    if (!t.defined()) fail(ErrorKind::invalid, "tensor \"" + name + "\"", "a defined tensor", "an undefined one", "");
     host.push_back(host_contiguous(t));
   }
   return host;
@@ -129,7 +125,8 @@ SafetensorsFile parse_checked(const std::string& bytes, SafetensorsHeader h, con
   };
   std::vector<Item> items;
   for (auto& [key, spec] : h.tensors.items())
-    items.push_back({key, spec["data_offsets"][0].get<std::uint64_t>(), spec["data_offsets"][1].get<std::uint64_t>(), &spec});
+    items.push_back(
+        {key, spec["data_offsets"][0].get<std::uint64_t>(), spec["data_offsets"][1].get<std::uint64_t>(), &spec});
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.begin < b.begin; });
   SafetensorsFile out;
   out.source = name;

@@ -2,8 +2,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 
-#include "frugal/checkpoint.h"
-#include "frugal/error.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 namespace {
@@ -50,7 +50,8 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors
   bool adam = dynamic_cast<torch::optim::Adam*>(&optimizer) != nullptr;
   bool sgd = dynamic_cast<torch::optim::SGD*>(&optimizer) != nullptr;
   if (!adamw && !adam && !sgd)
-    fail(ErrorKind::unsupported, "optimizer", "AdamW, Adam or SGD", "another optimizer", "use {optimizer} adamw or sgd");
+    fail(ErrorKind::unsupported, "optimizer", "AdamW, Adam or SGD", "another optimizer",
+         "use {optimizer} adamw or sgd");
   for (const auto& [name, p] : params) {
     std::string pre = "optim." + name + ".";
     auto get = [&](const char* field) -> torch::Tensor {

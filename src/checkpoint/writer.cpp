@@ -1,5 +1,5 @@
-#include "frugal/checkpoint.h"
-#include "frugal/progress.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/progress.h"
 
 #include <cstring>
 
@@ -24,7 +24,7 @@ CheckpointWriter::~CheckpointWriter() {
 }
 
 void CheckpointWriter::submit(const Checkpoint& ckpt) {
-  wait();  // queue depth 1: the previous save must be on disk before the next snapshot is taken
+  wait();                  // queue depth 1: the previous save must be on disk before the next snapshot is taken
   Checkpoint copy = ckpt;  // JSON and strings copied; tensors replaced below
   std::size_t i = 0;
   auto take = [&](NamedTensors& ts) {
@@ -38,7 +38,8 @@ void CheckpointWriter::submit(const Checkpoint& ckpt) {
       const auto format = cl ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
       bool fits = reuse && reuse->defined() && reuse->sizes() == src.sizes() && reuse->dtype() == src.dtype() &&
                   reuse->is_contiguous(format);
-      torch::Tensor dst = fits ? *reuse : torch::empty(src.sizes(), src.options().device(torch::kCPU).memory_format(format));
+      torch::Tensor dst =
+          fits ? *reuse : torch::empty(src.sizes(), src.options().device(torch::kCPU).memory_format(format));
       if (src.is_cpu() && (src.is_contiguous() || cl))
         // A plain memcpy on this thread: torch's copy_ splits into OpenMP work, and on a busy
         // 2-core machine waiting for a descheduled OpenMP thread stalled training for ~0.2 s.

@@ -1,9 +1,9 @@
 // compress's before/after accuracy: the one evaluation (evaluate.h) with the one class rule.
-#include "frugal/compress.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/train.h"
+#include "frugal/compress/compress.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 

@@ -1,13 +1,13 @@
-#include "frugal/compress.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/train.h"
+#include "frugal/compress/compress.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 
-void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& masks,
-                     const std::filesystem::path& archive, const FinetuneOptions& options) {
+void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& masks, const std::filesystem::path& archive,
+                     const FinetuneOptions& options) {
   DatasetOptions dopts;
   dopts.channels = info.channels;
   auto data = Dataset::open(archive, dopts);

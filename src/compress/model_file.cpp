@@ -1,9 +1,9 @@
 // Writing compressed model files (reading them, and any CKPT, is checkpoint's load_model_any).
 #include <filesystem>
 
-#include "frugal/checkpoint.h"
-#include "frugal/compress.h"
-#include "frugal/error.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 namespace {

@@ -1,12 +1,12 @@
 // Per-architecture ONNX graph builders. Each walks the model's modules under their torchvision
 // names and emits the same computation as the model's forward() in eval mode.
-#include "frugal/onnx.h"
+#include "frugal/compress/onnx.h"
 
 #include <nlohmann/json.hpp>
 
 #include "compress/onnx_graph.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {
@@ -33,9 +33,10 @@ class Builder {
     auto it = modules_.find(path);
     Impl* m = it == modules_.end() ? nullptr : it->second->as<Impl>();
     if (!m)
-      throw Error(ErrorKind::unsupported, message("onnx export of " + info_.name, "a " + type_name<Impl>() +
-                                                  " named " + path, "none", "this model's layout is not "
-                                                  "the one its graph builder expects"));
+      throw Error(ErrorKind::unsupported,
+                  message("onnx export of " + info_.name, "a " + type_name<Impl>() + " named " + path, "none",
+                          "this model's layout is not "
+                          "the one its graph builder expects"));
     return *m;
   }
 
@@ -57,12 +58,11 @@ class Builder {
       throw Error(ErrorKind::unsupported, "onnx export: " + conv_path + " uses a padding this exporter lacks");
     auto pad = std::get<torch::ExpandingArray<2>>(o.padding());
     const std::string name = conv_path + ".weight";
-    std::vector<onnx::Attribute> attrs{
-        onnx::ints_attr("kernel_shape", {w.size(2), w.size(3)}),
-        onnx::ints_attr("strides", {o.stride()->at(0), o.stride()->at(1)}),
-        onnx::ints_attr("pads", {pad->at(0), pad->at(1), pad->at(0), pad->at(1)}),
-        onnx::ints_attr("dilations", {o.dilation()->at(0), o.dilation()->at(1)}),
-        onnx::int_attr("group", o.groups())};
+    std::vector<onnx::Attribute> attrs{onnx::ints_attr("kernel_shape", {w.size(2), w.size(3)}),
+                                       onnx::ints_attr("strides", {o.stride()->at(0), o.stride()->at(1)}),
+                                       onnx::ints_attr("pads", {pad->at(0), pad->at(1), pad->at(0), pad->at(1)}),
+                                       onnx::ints_attr("dilations", {o.dilation()->at(0), o.dilation()->at(1)}),
+                                       onnx::int_attr("group", o.groups())};
     g.constant(name, dims_of(w), to_floats(w));
     g.constant(conv_path + ".bias", {w.size(0)}, to_floats(b));
     return g.add("Conv", {x, name, conv_path + ".bias"}, conv_path, std::move(attrs));
@@ -83,9 +83,7 @@ class Builder {
   std::string add(const std::string& a, const std::string& b) { return g.add("Add", {a, b}, a + ".add"); }
   std::string mul(const std::string& a, const std::string& b) { return g.add("Mul", {a, b}, a + ".mul"); }
   std::string global_avg_pool(const std::string& x) { return g.add("GlobalAveragePool", {x}, x + ".pool"); }
-  std::string flatten(const std::string& x) {
-    return g.add("Flatten", {x}, x + ".flat", {onnx::int_attr("axis", 1)});
-  }
+  std::string flatten(const std::string& x) { return g.add("Flatten", {x}, x + ".flat", {onnx::int_attr("axis", 1)}); }
   std::string max_pool(const std::string& x, std::int64_t k, std::int64_t stride, std::int64_t pad) {
     return g.add("MaxPool", {x}, x + ".maxpool",
                  {onnx::ints_attr("kernel_shape", {k, k}), onnx::ints_attr("strides", {stride, stride}),
@@ -104,10 +102,14 @@ class Builder {
  private:
   template <class Impl>
   static std::string type_name() {
-    if constexpr (std::is_same_v<Impl, torch::nn::Conv2dImpl>) return "Conv2d";
-    else if constexpr (std::is_same_v<Impl, torch::nn::BatchNorm2dImpl>) return "BatchNorm2d";
-    else if constexpr (std::is_same_v<Impl, torch::nn::LinearImpl>) return "Linear";
-    else return "module";
+    if constexpr (std::is_same_v<Impl, torch::nn::Conv2dImpl>)
+      return "Conv2d";
+    else if constexpr (std::is_same_v<Impl, torch::nn::BatchNorm2dImpl>)
+      return "BatchNorm2d";
+    else if constexpr (std::is_same_v<Impl, torch::nn::LinearImpl>)
+      return "Linear";
+    else
+      return "module";
   }
 
   const ModelInfo& info_;
@@ -190,9 +192,10 @@ std::string build_cnn(Builder& b, int image_size) {
   // forward() pools adaptively to 7x7; with the input side fixed that is a plain average pool
   // when the side is a multiple of 7 (and nothing at 28x28 inputs).
   if (side % 7 != 0)
-    throw Error(ErrorKind::unsupported, message("onnx export of cnn", "an input side whose feature map is a "
-                                                "multiple of 7 (28, 56, ...)", std::to_string(image_size),
-                                                "export a model trained at such a size"));
+    throw Error(ErrorKind::unsupported, message("onnx export of cnn",
+                                                "an input side whose feature map is a "
+                                                "multiple of 7 (28, 56, ...)",
+                                                std::to_string(image_size), "export a model trained at such a size"));
   if (side != 7) {
     const std::int64_t k = side / 7;
     x = b.g.add("AveragePool", {x}, x + ".avgpool",
@@ -207,12 +210,28 @@ std::string build_cnn(Builder& b, int image_size) {
 std::string onnx_model_bytes(const ModelInfo& info, Model& model) {
   Builder b(info, model);
   std::string out;
-  if (info.name == "resnet18" || info.name == "resnet50") out = build_resnet(b);
-  else if (info.name == "efficientnet_b0") out = build_efficientnet(b);
-  else if (info.name == "cnn") out = build_cnn(b, info.image_size);
+  if (info.name == "resnet18" || info.name == "resnet50")
+    out = build_resnet(b);
+  else if (info.name == "efficientnet_b0")
+    out = build_efficientnet(b);
+  else if (info.name == "cnn")
+    out = build_cnn(b, info.image_size);
+  else if (info.name == kTorchScriptModel)
+    // LibTorch has no ONNX exporter, and frugal's writes the zoo's graphs only; Python's exports
+    // the module's own code.
+    throw Error(ErrorKind::unsupported,
+                message("onnx export", "a model of the zoo (cnn, resnet18, resnet50, efficientnet_b0)",
+                        "a TorchScript module (" + info.module_file + ")",
+                        "export it in Python with the trained weights: m = torch.jit.load('" + info.module_file +
+                            "'); m.load_state_dict(safetensors.torch.load_file(CKPT)); m.eval(); "
+                            "torch.onnx.export(m, torch.zeros(1, " +
+                            std::to_string(info.channels) + ", " + std::to_string(info.image_size) + ", " +
+                            std::to_string(info.image_size) + "), 'model.onnx', dynamo=False)"));
   else
-    throw Error(ErrorKind::unsupported, message("onnx export", "a model of the zoo (cnn, resnet18, resnet50, "
-                                                "efficientnet_b0)", info.name, "export a zoo model"));
+    throw Error(ErrorKind::unsupported, message("onnx export",
+                                                "a model of the zoo (cnn, resnet18, resnet50, "
+                                                "efficientnet_b0)",
+                                                info.name, "export a zoo model"));
   b.g.mark_output(out);
 
   const nlohmann::json classes = info.classes;
@@ -223,10 +242,10 @@ std::string onnx_model_bytes(const ModelInfo& info, Model& model) {
       {"frugal.channels", std::to_string(info.channels)},
       {"frugal.mean", nlohmann::json(info.mean).dump()},
       {"frugal.std", nlohmann::json(info.std).dump()},
-      {"frugal.preprocessing",
-       "input: float32 NCHW (batch, " + std::to_string(info.channels) + ", " + std::to_string(info.image_size) +
-           ", " + std::to_string(info.image_size) + "); pixels scaled to [0,1], resized to the input size, "
-           "then (x - mean[c]) / std[c] per channel; output: logits over frugal.classes"},
+      {"frugal.preprocessing", "input: float32 NCHW (batch, " + std::to_string(info.channels) + ", " +
+                                   std::to_string(info.image_size) + ", " + std::to_string(info.image_size) +
+                                   "); pixels scaled to [0,1], resized to the input size, "
+                                   "then (x - mean[c]) / std[c] per channel; output: logits over frugal.classes"},
   };
   return b.g.serialize("frugal_" + info.name, metadata);
 }

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "frugal/version.h"
-#include "frugal/protobuf.h"
+#include "frugal/util/version.h"
+#include "frugal/util/protobuf.h"
 
 namespace frugal::onnx {
 
@@ -128,8 +128,7 @@ pb::Writer value_info(const std::string& name, const std::vector<std::int64_t>& 
 
 }  // namespace
 
-std::string Graph::serialize(const std::string& graph_name,
-                             const std::map<std::string, std::string>& metadata) const {
+std::string Graph::serialize(const std::string& graph_name, const std::map<std::string, std::string>& metadata) const {
   pb::Writer graph;
   for (std::size_t i = 0; i < nodes_.size(); ++i) graph.message(1, node_proto(nodes_[i], static_cast<int>(i)));
   graph.string(2, graph_name);

@@ -1,4 +1,4 @@
-// An ONNX graph under construction, serialized with frugal's protobuf encoder (frugal/protobuf.h).
+// An ONNX graph under construction, serialized with frugal's protobuf encoder (frugal/util/protobuf.h).
 // Torch-free: initializers are plain float arrays. Field numbers follow onnx/onnx.proto (IR 8).
 #pragma once
 
@@ -53,8 +53,7 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
 
   // A ModelProto: ir_version 8, opset 17, metadata_props in key order.
-  std::string serialize(const std::string& graph_name,
-                        const std::map<std::string, std::string>& metadata) const;
+  std::string serialize(const std::string& graph_name, const std::map<std::string, std::string>& metadata) const;
 
  private:
   std::vector<Node> nodes_;

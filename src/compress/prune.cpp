@@ -1,16 +1,24 @@
 #include <algorithm>
 
-#include "frugal/compress.h"
-#include "frugal/error.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
 std::vector<std::pair<std::string, torch::Tensor>> prunable_weights(Model& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
+  if (const std::vector<std::string> names = model.scripted_layer_weights(); !names.empty()) {
+    const auto params = model.named_parameters();
+    for (const std::string& name : names)
+      if (const torch::Tensor* w = params.find(name)) out.emplace_back(name, *w);
+    return out;
+  }
   for (const auto& item : model.named_modules()) {
     auto& m = *item.value();
-    if (auto* conv = m.as<torch::nn::Conv2dImpl>()) out.emplace_back(item.key() + ".weight", conv->weight);
-    else if (auto* linear = m.as<torch::nn::LinearImpl>()) out.emplace_back(item.key() + ".weight", linear->weight);
+    if (auto* conv = m.as<torch::nn::Conv2dImpl>())
+      out.emplace_back(item.key() + ".weight", conv->weight);
+    else if (auto* linear = m.as<torch::nn::LinearImpl>())
+      out.emplace_back(item.key() + ".weight", linear->weight);
   }
   return out;
 }

@@ -6,18 +6,21 @@
 //   NAME@scale  F32 (out_channels,): int8 only; weight = values * scale[out channel]
 #include <set>
 
-#include "frugal/checkpoint.h"
-#include "frugal/compress.h"
-#include "frugal/checked.h"
-#include "frugal/error.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/checked.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
 std::string to_string(WeightFormat f) {
   switch (f) {
-    case WeightFormat::float32: return "float32";
-    case WeightFormat::float16: return "float16";
-    case WeightFormat::int8: return "int8";
+    case WeightFormat::float32:
+      return "float32";
+    case WeightFormat::float16:
+      return "float16";
+    case WeightFormat::int8:
+      return "int8";
   }
   return "?";
 }
@@ -71,8 +74,10 @@ EncodedWeights encode_weights(const std::map<std::string, torch::Tensor>& state,
       continue;
     }
     torch::Tensor values;
-    nlohmann::json entry{{"shape", w.sizes().vec()}, {"encoding", sparse ? "bitmask" : "dense"},
-                         {"dtype", to_string(format)}, {"nonzero", nnz}};
+    nlohmann::json entry{{"shape", w.sizes().vec()},
+                         {"encoding", sparse ? "bitmask" : "dense"},
+                         {"dtype", to_string(format)},
+                         {"nonzero", nnz}};
     if (format == WeightFormat::int8) {
       auto scale = int8_scales(w);
       values = (w / scale.view(channel_view(w))).round().clamp(-127, 127).to(torch::kInt8);

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "frugal/units.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -54,15 +54,14 @@ void check_loader_memory(const LoaderOptions& o, int channels) {
   const double side_fit = std::min(std::sqrt(have / (C * (held * B + kScratchImagesPerWorker * W))),
                                    std::sqrt(static_cast<double>(INT_MAX) / C));
   const double batch_fit = std::floor((have / image - kScratchImagesPerWorker * W) / held);
-  const double workers_fit =
-      std::floor((have / image - (held - W) * B) / (B + kScratchImagesPerWorker));
+  const double workers_fit = std::floor((have / image - (held - W) * B) / (B + kScratchImagesPerWorker));
   std::string fix = "use {image_size} " + std::to_string(static_cast<long long>(side_fit)) + " or less";
   if (!too_many_elements && batch_fit >= 1)
     fix += ", {batch_size} " + std::to_string(static_cast<long long>(batch_fit)) + " or less";
   if (!too_many_elements && workers_fit >= 1 && workers_fit < W)
     fix += ", or {workers} " + std::to_string(static_cast<long long>(workers_fit)) + " or less";
-  const std::string what = "image size " + std::to_string(o.image_size) + ", batch size " + std::to_string(o.batch_size) +
-                           ", " + std::to_string(o.workers) + " workers";
+  const std::string what = "image size " + std::to_string(o.image_size) + ", batch size " +
+                           std::to_string(o.batch_size) + ", " + std::to_string(o.workers) + " workers";
   if (too_many_elements)
     fail(ErrorKind::budget, what, "images of at most 2^31 bytes (" + std::to_string(channels) + " channels)",
          "one of " + format_size(static_cast<std::uint64_t>(std::min(image, 1.8e19))), fix + "; nothing was changed");
@@ -135,7 +134,7 @@ void BatchQueue::worker() {
 std::int64_t BatchQueue::batches_per_epoch() const { return epoch_batches(data_->size(), opt_); }
 
 void BatchQueue::start(std::int64_t epoch, std::int64_t position) {
-  EpochPlan plan = EpochPlan::make(data_->size(), opt_, epoch, position, who_);
+  EpochPlan plan = EpochPlan::make(data_->size(), opt_, epoch, position, who_, data_->io_groups());
   std::lock_guard<std::mutex> lock(mu_);
   ++generation_;
   ready_.clear();

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "data/sampler.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
+#include "frugal/dataset/sampler.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
@@ -64,7 +64,7 @@ class BatchQueue {
   BatchQueue(const BatchQueue&) = delete;
   BatchQueue& operator=(const BatchQueue&) = delete;
 
-  // BatchSource's contract (include/frugal/data.h).
+  // BatchSource's contract (include/frugal/data/data.h).
   void start(std::int64_t epoch, std::int64_t position);
   std::optional<Batch> next();
   std::int64_t batches_per_epoch() const;

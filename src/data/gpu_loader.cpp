@@ -2,16 +2,16 @@
 // rules) that decodes and transforms on the GPU. Each worker thread owns a CUDA stream, an nvJPEG
 // decoder and its device buffers; a batch is complete (its stream synchronised) before the queue
 // hands it out.
-#include "frugal/gpu_loader.h"
+#include "frugal/data/gpu_loader.h"
 
 #include <atomic>
 #include <functional>
 #include <mutex>
 
 #include "data/batch_queue.h"
-#include "frugal/oom.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
+#include "frugal/data/oom.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 #include "frugal/gpu/plan.h"
 
 #if FRUGAL_WITH_NVJPEG
@@ -45,25 +45,6 @@ struct Worker {
   gpu::DeviceBuffer uploads, jobs;
   Image scratch, out;
 };
-
-gpu::Normalisation normalisation(const GpuOutputOptions& o, int channels) {
-  auto pick = [&](const std::vector<float>& v, int c) {
-    if (v.empty()) return 0.0f;
-    if (channels == 1 && v.size() > 1) {  // gray images with RGB statistics: their mean, as normalize() does
-      float m = 0;
-      for (float f : v) m += f;
-      return m / static_cast<float>(v.size());
-    }
-    return v[std::min<std::size_t>(c, v.size() - 1)];
-  };
-  gpu::Normalisation n;
-  for (int c = 0; c < 3; ++c) {
-    n.mean[c] = pick(o.mean, c);
-    float s = pick(o.std, c);
-    n.inv_std[c] = s != 0.0f ? 1.0f / s : 1.0f;
-  }
-  return n;
-}
 
 // frugal_gpu's device memory (decode arena, uploads, nvJPEG's buffers) from PyTorch's caching
 // allocator: capped by --gpu-memory with the rest, reused without cudaFree's device-wide stall.
@@ -113,7 +94,7 @@ struct Item {
   std::span<const std::uint8_t> jpeg;  // empty: decoded on the CPU
   std::vector<std::uint8_t> owned;     // deflated entries
   gpu::JobPlan plan;
-  std::size_t upload = 0;              // offset of a CPU-transformed image in the upload buffer
+  std::size_t upload = 0;  // offset of a CPU-transformed image in the upload buffer
   bool cpu = false;
 };
 
@@ -147,8 +128,11 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
         it.jpeg = *bytes;
         if (sniff_format(it.jpeg) == ImageFormat::jpeg) {
           ImageInfo info = read_image_info(it.jpeg, data->path().string() + ":" + data->name(idx),
-                                           data->options().max_pixels);
-          if (auto p = gpu::plan_job(info.width, info.height, transform, it.seed)) {
+                                           data->options().max_pixels, data->options().exif_orientation);
+          // nvJPEG gives the stored pixels and the kernel cannot turn them: a photo with an EXIF
+          // orientation other than 1 is decoded, turned and cropped on the CPU (cpu_decoded).
+          if (auto p =
+                  info.orientation == 1 ? gpu::plan_job(info.width, info.height, transform, it.seed) : std::nullopt) {
             it.plan = *p;
             it.cpu = false;
           }
@@ -183,7 +167,8 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
                                                },
                                                &decode_failed);
   if (decode_failed) note_oom("decode buffers");
-  if (std::uint64_t f = w.decoder ? w.decoder->allocation_failures() : 0; f > 0 && allocation_failures_noted.exchange(f) == 0)
+  if (std::uint64_t f = w.decoder ? w.decoder->allocation_failures() : 0;
+      f > 0 && allocation_failures_noted.exchange(f) == 0)
     note_oom("nvJPEG's buffers");
   for (std::size_t j = 0; j < jpegs.size(); ++j) {
     Item& it = items[jpeg_item[j]];
@@ -194,7 +179,8 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
       it.cpu = true;
       continue;
     }
-    job.src = d.data + static_cast<std::size_t>(it.plan.view_y) * d.pitch + static_cast<std::size_t>(it.plan.view_x) * C;
+    job.src =
+        d.data + static_cast<std::size_t>(it.plan.view_y) * d.pitch + static_cast<std::size_t>(it.plan.view_x) * C;
     job.pitch = d.pitch;
     job.channels = C;
   }
@@ -222,24 +208,19 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
     std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
     for (std::size_t k = 0; k < kept.size(); ++k) labels[k] = data->label(kept[k].idx);
     // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies here).
-    auto images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8).permute({0, 3, 1, 2})
-                      .clone(torch::MemoryFormat::Contiguous);
-    if (output.dtype != torch::kByte) {
-      gpu::Normalisation norm = normalisation(output, C);
-      auto mean = torch::tensor(std::vector<float>(norm.mean, norm.mean + C)).view({1, C, 1, 1});
-      auto inv_std = torch::tensor(std::vector<float>(norm.inv_std, norm.inv_std + C)).view({1, C, 1, 1});
-      images = ((images.to(torch::kFloat32) / 255.0f - mean) * inv_std).to(output.dtype);
-    }
-    r.images = images;
+    r.images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8)
+                   .permute({0, 3, 1, 2})
+                   .clone(torch::MemoryFormat::Contiguous);
     return r;
   }
   auto dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(output.device));
-  r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(output.dtype).device(dev));
+  r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
   r.labels = torch::empty({n}, torch::kInt64);
   if (n == 0) return r;
   auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1), stream));
   if (!host.empty())
-    gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+    gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpyAsync");
   std::vector<gpu::ResizeJob> jobs(kept.size());
   std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
   for (std::size_t k = 0; k < kept.size(); ++k) {
@@ -247,13 +228,12 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
     labels[k] = data->label(kept[k].idx);
   }
   auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob), stream));
-  gpu::check_cuda(cudaMemcpyAsync(dev_jobs, jobs.data(), jobs.size() * sizeof(gpu::ResizeJob), cudaMemcpyHostToDevice,
-                                  stream),
-                  "cudaMemcpyAsync");
-  gpu::OutputType type = output.dtype == torch::kByte    ? gpu::OutputType::u8
-                         : output.dtype == torch::kHalf ? gpu::OutputType::f16
-                                                         : gpu::OutputType::f32;
-  gpu::launch_resize(dev_jobs, static_cast<int>(n), S, C, type, normalisation(output, C), r.images.data_ptr(), stream);
+  gpu::check_cuda(
+      cudaMemcpyAsync(dev_jobs, jobs.data(), jobs.size() * sizeof(gpu::ResizeJob), cudaMemcpyHostToDevice, stream),
+      "cudaMemcpyAsync");
+  // uint8 levels, as the CPU Loader's: TrainStep normalises both alike (normalize()).
+  gpu::launch_resize(dev_jobs, static_cast<int>(n), S, C, gpu::OutputType::u8, gpu::Normalisation{},
+                     r.images.data_ptr(), stream);
   // Decode buffers, uploads and jobs are reused by the next batch, and `host` dies here.
   gpu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   return r;
@@ -283,8 +263,6 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
   options = checked_loader_options("GpuLoader", options);
   select_decode("gpu", *dataset);  // throws, naming what is missing
   gpu::set_device_allocator({torch_alloc, torch_free});
-  if (output.dtype != torch::kByte && output.dtype != torch::kFloat && output.dtype != torch::kHalf)
-    fail(ErrorKind::usage, "GpuLoader", "uint8, float32 or float16 output", std::string(c10::toString(output.dtype)), "");
   s.data = dataset;
   s.seed = options.seed;
   s.output = std::move(output);

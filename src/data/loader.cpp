@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "data/batch_queue.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
@@ -128,25 +128,23 @@ torch::Tensor on_device(const std::vector<float>& values, std::int64_t C, const 
 
 }  // namespace
 
+std::vector<float> channel_statistics(const std::vector<float>& values, std::int64_t channels, const char* what) {
+  if (static_cast<std::int64_t>(values.size()) == channels) return values;
+  if (channels == 1 && !values.empty()) {
+    float m = 0;
+    for (float f : values) m += f;
+    return std::vector<float>(1, m / static_cast<float>(values.size()));
+  }
+  if (values.size() == 1 && channels > 0) return std::vector<float>(static_cast<std::size_t>(channels), values.front());
+  fail(ErrorKind::usage, "normalize", std::to_string(channels) + " " + what + " values", std::to_string(values.size()),
+       "");
+}
+
 torch::Tensor normalize(const torch::Tensor& images_u8, const std::vector<float>& mean, const std::vector<float>& std) {
   TORCH_CHECK(images_u8.dim() == 4, "normalize: expected (B, C, H, W), got ", images_u8.sizes());
   const std::int64_t C = images_u8.size(1);
   auto stat = [&](const std::vector<float>& v, const char* what) {
-    std::vector<float> x = v;
-    if (static_cast<std::int64_t>(x.size()) != C) {
-      // Gray images with RGB statistics: the mean of the three, as a gray photo would have.
-      if (C == 1 && !x.empty()) {
-        float m = 0;
-        for (float f : x) m += f;
-        x = {m / static_cast<float>(x.size())};
-      } else if (x.size() == 1) {
-        x.assign(C, x[0]);
-      } else {
-        fail(ErrorKind::usage, "normalize", std::to_string(C) + " " + what + " values",
-             std::to_string(v.size()), "");
-      }
-    }
-    return on_device(x, C, images_u8.device());
+    return on_device(channel_statistics(v, C, what), C, images_u8.device());
   };
   torch::Tensor m = stat(mean, "mean"), s = stat(std, "std");
   return images_u8.to(torch::kFloat32).div_(255.0f).sub_(m).div_(s);

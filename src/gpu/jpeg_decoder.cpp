@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "frugal/gpu/cuda_util.h"
 
 namespace frugal::gpu {
@@ -14,17 +14,28 @@ namespace {
 
 const char* status_name(nvjpegStatus_t s) {
   switch (s) {
-    case NVJPEG_STATUS_SUCCESS: return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocator failure";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "not implemented";
-    default: return "unknown status";
+    case NVJPEG_STATUS_SUCCESS:
+      return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+      return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+      return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG:
+      return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+      return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+      return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+      return "architecture mismatch";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+      return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "not implemented";
+    default:
+      return "unknown status";
   }
 }
 
@@ -110,17 +121,21 @@ JpegDecoder::JpegDecoder(cudaStream_t stream) : impl_(std::make_unique<Impl>()) 
   if (m.hardware) {
     check(nvjpegJpegStreamCreate(m.batched.handle, &m.parsed), "nvjpegJpegStreamCreate");
   } else if (!m.batched.create(NVJPEG_BACKEND_GPU_HYBRID)) {
-    check(nvjpegCreateExV2(NVJPEG_BACKEND_GPU_HYBRID, &device_hooks, &pinned_hooks, 0, &m.batched.handle), "nvjpegCreateExV2");
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_GPU_HYBRID, &device_hooks, &pinned_hooks, 0, &m.batched.handle),
+          "nvjpegCreateExV2");
   }
   if (!m.single.create(NVJPEG_BACKEND_DEFAULT))
-    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &device_hooks, &pinned_hooks, 0, &m.single.handle), "nvjpegCreateExV2");
+    check(nvjpegCreateExV2(NVJPEG_BACKEND_DEFAULT, &device_hooks, &pinned_hooks, 0, &m.single.handle),
+          "nvjpegCreateExV2");
 }
 
 JpegDecoder::~JpegDecoder() {
   if (impl_->parsed) nvjpegJpegStreamDestroy(impl_->parsed);
 }
 
-const char* JpegDecoder::backend() const { return impl_->hardware ? "hardware" : impl_->hybrid ? "cuda (forced)" : "cuda"; }
+const char* JpegDecoder::backend() const {
+  return impl_->hardware ? "hardware" : impl_->hybrid ? "cuda (forced)" : "cuda";
+}
 std::uint64_t JpegDecoder::images_left_to_cpu() const { return impl_->left_to_cpu; }
 std::uint64_t JpegDecoder::allocation_failures() const { return impl_->allocation_failures; }
 

@@ -1,9 +1,9 @@
 #include "frugal/gpu/plan.h"
-#include "frugal/settings_text.h"
+#include "frugal/util/settings_text.h"
 
 #include <vector>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal::gpu {
 JobPlan job_for(const CropPlan& c) {
@@ -57,9 +57,12 @@ DecodeMode parse_decode_mode(const std::string& text) {
 
 const char* to_string(DecodeMode mode) {
   switch (mode) {
-    case DecodeMode::cpu: return "cpu";
-    case DecodeMode::gpu: return "gpu";
-    case DecodeMode::automatic: return "auto";
+    case DecodeMode::cpu:
+      return "cpu";
+    case DecodeMode::gpu:
+      return "gpu";
+    case DecodeMode::automatic:
+      return "auto";
   }
   return "?";
 }

@@ -8,8 +8,8 @@
 namespace frugal::gpu {
 namespace {
 
-__global__ void resize_kernel(const ResizeJob* __restrict__ jobs, int size, int channels, int type,
-                              Normalisation norm, void* __restrict__ out) {
+__global__ void resize_kernel(const ResizeJob* __restrict__ jobs, int size, int channels, int type, Normalisation norm,
+                              void* __restrict__ out) {
   const int b = blockIdx.y;
   const int plane = size * size;
   const ResizeJob job = jobs[b];
@@ -35,14 +35,13 @@ __global__ void resize_kernel(const ResizeJob* __restrict__ jobs, int size, int 
 
 }  // namespace
 
-void launch_resize(const ResizeJob* jobs, int batch, int size, int channels, OutputType type,
-                   const Normalisation& norm, void* out, cudaStream_t stream) {
+void launch_resize(const ResizeJob* jobs, int batch, int size, int channels, OutputType type, const Normalisation& norm,
+                   void* out, cudaStream_t stream) {
   if (batch <= 0) return;
   constexpr int threads = 256;
   const int plane = size * size;
   const int blocks_x = (plane + threads - 1) / threads < 64 ? (plane + threads - 1) / threads : 64;
-  resize_kernel<<<dim3(blocks_x, batch), threads, 0, stream>>>(jobs, size, channels, static_cast<int>(type), norm,
-                                                               out);
+  resize_kernel<<<dim3(blocks_x, batch), threads, 0, stream>>>(jobs, size, channels, static_cast<int>(type), norm, out);
   check_cuda(cudaGetLastError(), "resize_kernel launch");
 }
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 #if FRUGAL_WITH_CUDA
 #include "frugal/gpu/cuda_util.h"
@@ -62,8 +62,8 @@ void* DeviceBuffer::reserve(std::size_t bytes, cudaStream_t stream) {
 namespace {
 
 struct LoadedObject {
-  std::string path;         // on disk, to read the section headers from
-  ElfW(Addr) base = 0;      // where the loader put it
+  std::string path;     // on disk, to read the section headers from
+  ElfW(Addr) base = 0;  // where the loader put it
   std::vector<ElfW(Phdr)> segments;
 };
 

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/resize.h"
 
@@ -48,15 +49,15 @@ void center_geometry(int w, int h, int shorter, int size, CropPlan& p) {
 }
 
 ResizeSpec resize_spec(const CropPlan& p) {
-  ResizeSpec s{0, 0, double(p.box.width), double(p.box.height), p.resize_w, p.resize_h,
-               p.window.x, p.window.y, p.window.width, p.window.height};
+  ResizeSpec s{0,          0,          double(p.box.width), double(p.box.height), p.resize_w,
+               p.resize_h, p.window.x, p.window.y,          p.window.width,       p.window.height};
   s.mirror = p.flip;
   return s;
 }
 }  // namespace
 
-CropBox random_resized_crop_box(int width, int height, Rng& rng, double scale_lo, double scale_hi,
-                                double ratio_lo, double ratio_hi) {
+CropBox random_resized_crop_box(int width, int height, Rng& rng, double scale_lo, double scale_hi, double ratio_lo,
+                                double ratio_hi) {
   double area = static_cast<double>(width) * height;
   double log_lo = std::log(ratio_lo), log_hi = std::log(ratio_hi);
   for (int attempt = 0; attempt < 10; ++attempt) {
@@ -113,9 +114,11 @@ void apply_crop_plan(const Image& in, const CropPlan& p, Image& tmp, Image& out)
   const bool whole = b == CropBox{0, 0, in.width, in.height};
   if (b.x < 0 || b.y < 0 || b.width < 1 || b.height < 1 || b.x > in.width - b.width || b.y > in.height - b.height ||
       (p.kind != CropPlan::Kind::resized_crop && !whole))
-    fail(ErrorKind::usage, "apply_crop_plan", "a plan drawn for this " + std::to_string(in.width) + "x" +
-         std::to_string(in.height) + " image", "a box at " + std::to_string(b.x) + "," + std::to_string(b.y) +
-         " of " + std::to_string(b.width) + "x" + std::to_string(b.height), "");
+    fail(ErrorKind::usage, "apply_crop_plan",
+         "a plan drawn for this " + std::to_string(in.width) + "x" + std::to_string(in.height) + " image",
+         "a box at " + std::to_string(b.x) + "," + std::to_string(b.y) + " of " + std::to_string(b.width) + "x" +
+             std::to_string(b.height),
+         "");
   switch (p.kind) {
     case CropPlan::Kind::resized_crop:
       detail::resize_window(detail::crop_view(in, b.x, b.y, b.width, b.height), resize_spec(p), out);
@@ -142,7 +145,7 @@ void apply_crop_plan(const Image& in, const CropPlan& p, Image& tmp, Image& out)
 
 namespace {
 
-// The integer factor a PNG is reduced by while decoding for `plan`: the largest that keeps the
+// The integer factor a PNG or WebP is reduced by while decoding for `plan`: the largest that keeps the
 // plan's box at least twice the size it is resized to on each side (so the antialiased resize
 // after it still does most of the filtering, and the result stays within a level or two of a full
 // decode's), 1 when none does.
@@ -185,62 +188,140 @@ void transform_image(const Image& in_raw, const TransformOptions& t, std::uint64
   apply_crop_plan(*in, plan_crop(t, seed, in->width, in->height), tmp, out);
 }
 
+namespace {
+
+// What decode_transform's cutting paths share. The plan is drawn on the image as it displays
+// (info's sides are after the orientation); the decoders cut the stored image, so the box goes
+// back to stored pixels, and the decoded region is turned before it is resized: the same pixels as
+// decode whole, turn, crop.
+struct PlannedDecode {
+  PlannedDecode(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
+                std::uint64_t seed, const std::string& where)
+      : bytes(bytes),
+        t(t),
+        seed(seed),
+        where(where),
+        info(read_image_info(bytes, where, max_pixels, t.exif)),
+        plan(plan_crop(t, seed, info.width, info.height)),
+        o(info.orientation),
+        swap(detail::swaps_sides(o)),
+        stored_w(swap ? info.height : info.width),
+        stored_h(swap ? info.width : info.height) {}
+
+  CropBox to_stored(const CropBox& b) const {
+    const detail::FloatBox s = detail::stored_box(
+        {double(b.x), double(b.y), double(b.x + b.width), double(b.y + b.height)}, o, stored_w, stored_h);
+    return CropBox{static_cast<int>(s.x0), static_cast<int>(s.y0), static_cast<int>(s.x1 - s.x0),
+                   static_cast<int>(s.y1 - s.y0)};
+  }
+
+  // A region decoded in stored orientation, its box [x0, x1) x [y0, y1) in its pixels: turned, with
+  // its box (into a buffer of this thread's when it turns).
+  std::pair<const Image*, detail::FloatBox> orient_region(const Image& region, double x0, double y0, double x1,
+                                                          double y1) const {
+    thread_local Image turned;
+    const detail::FloatBox b = detail::display_box({x0, y0, x1, y1}, o, region.width, region.height);
+    if (o == 1) return {&region, b};
+    apply_orientation(region, o, turned);
+    return {&turned, b};
+  }
+
+  // The plan carried out on such a region.
+  void transform_region(const Image& region, double x0, double y0, double x1, double y1, Image& out) const {
+    const auto [turned, b] = orient_region(region, x0, y0, x1, y1);
+    Image tmp;
+    apply_crop_plan_to_region(detail::view_of(*turned), b.x0, b.y0, b.x1, b.y1, plan, tmp, out);
+  }
+
+  std::span<const std::uint8_t> bytes;
+  const TransformOptions& t;
+  std::uint64_t seed;
+  const std::string& where;
+  ImageInfo info;
+  CropPlan plan;
+  int o;  // the EXIF orientation
+  bool swap;
+  int stored_w, stored_h;
+};
+
+// A PNG or WebP much larger than what the plan keeps, reduced by `factor` while it is decoded
+// (png_decode_reduced, webp_decode_reduced), so a 9400 x 9400 PNG costs a few MB, not 265.
+void decode_reduced(const PlannedDecode& pd, ImageFormat format, int factor, const DecodeOptions& d, Image& scratch,
+                    Image& out) {
+  detail::FloatBox r;
+  if (format == ImageFormat::png) {
+    const detail::ReducedRegion p =
+        detail::png_decode_reduced(pd.bytes, pd.to_stored(pd.plan.box), factor, d, pd.where, scratch);
+    r = {p.x0, p.y0, p.x1, p.y1};
+  } else {
+    r = detail::webp_decode_reduced(pd.bytes, pd.to_stored(pd.plan.box), factor, d, pd.where, scratch);
+  }
+  pd.transform_region(scratch, r.x0, r.y0, r.x1, r.y1, out);
+}
+
+// A JPEG: only as much is decoded as the plan needs.
+void decode_jpeg_planned(const PlannedDecode& pd, DecodeOptions& d, Image& scratch, Image& out) {
+  const CropPlan& plan = pd.plan;
+  if (plan.kind == CropPlan::Kind::center_crop && pd.o != 1) {
+    // A DCT-scaled image is ceil(side * m/8) pixels: its last column and row are partly the
+    // encoder's padding. Turned, that partial edge can come first, so the plan's box is placed in
+    // the scaled pixels exactly (the region decoder's box, here the whole image) rather than
+    // redrawn on the scaled sides as below.
+    d.min_width = d.min_height = plan.shorter;
+    const JpegRegion r = decode_jpeg_region(pd.bytes, CropBox{0, 0, pd.stored_w, pd.stored_h}, d, pd.where, scratch);
+    pd.transform_region(scratch, r.x0, r.y0, r.x1, r.y1, out);
+    return;
+  }
+  if (plan.kind == CropPlan::Kind::center_crop) {
+    d.min_width = d.min_height = plan.shorter;
+    decode_image(pd.bytes, d, pd.where, scratch);
+    // DCT scaling may have made the image smaller: torchvision's sizes are those of the image it
+    // resizes. A centre crop draws nothing, so this is the same plan at the decoded size.
+    Image unused;
+    if (scratch.width == pd.info.width && scratch.height == pd.info.height)
+      apply_crop_plan(scratch, plan, unused, out);
+    else
+      apply_crop_plan(scratch, plan_crop(pd.t, pd.seed, scratch.width, scratch.height), unused, out);
+    return;
+  }
+  // Only the crop is decoded, at the smallest DCT scale that keeps it at least image_size; the
+  // plan's box is then a float box in the decoded region's pixels.
+  d.min_width = pd.swap ? plan.window.height : plan.window.width;
+  d.min_height = pd.swap ? plan.window.width : plan.window.height;
+  const JpegRegion r = decode_jpeg_region(pd.bytes, pd.to_stored(plan.box), d, pd.where, scratch);
+  const auto [region, b] = pd.orient_region(scratch, r.x0, r.y0, r.x1, r.y1);
+  int vx0 = static_cast<int>(std::floor(b.x0)), vy0 = static_cast<int>(std::floor(b.y0));
+  int vx1 = std::min(region->width, static_cast<int>(std::ceil(b.x1)));
+  int vy1 = std::min(region->height, static_cast<int>(std::ceil(b.y1)));
+  ResizeSpec spec = resize_spec(plan);
+  spec.x0 = b.x0 - vx0;
+  spec.y0 = b.y0 - vy0;
+  spec.x1 = b.x1 - vx0;
+  spec.y1 = b.y1 - vy0;
+  detail::resize_window(detail::crop_view(*region, vx0, vy0, vx1 - vx0, vy1 - vy0), spec, out);
+}
+
+}  // namespace
+
 void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
                       std::uint64_t seed, const std::string& where, Image& scratch, Image& out) {
   DecodeOptions d;
   d.channels = t.channels;
   d.max_pixels = max_pixels;
+  d.exif = t.exif;
   const ImageFormat format = sniff_format(bytes);
-  if (format == ImageFormat::png) {
-    // The plan on the header's geometry; an image much larger than what the plan keeps is reduced
-    // while it is decoded (png_decode_reduced), so a 9400 x 9400 PNG costs a few MB, not 265.
-    ImageInfo info = read_image_info(bytes, where, max_pixels);
-    const CropPlan plan = plan_crop(t, seed, info.width, info.height);
-    const int factor = png_reduction(plan);
-    if (factor < 2) {
-      decode_image(bytes, d, where, scratch);
-      transform_image(scratch, t, seed, out);
-      return;
-    }
-    const detail::ReducedRegion r = detail::png_decode_reduced(bytes, plan.box, factor, d, where, scratch);
-    Image tmp;
-    apply_crop_plan_to_region(detail::view_of(scratch), r.x0, r.y0, r.x1, r.y1, plan, tmp, out);
-    return;
-  }
-  if (format != ImageFormat::jpeg || t.small) {
+  const bool reducible = format == ImageFormat::png || format == ImageFormat::webp;
+  if ((format != ImageFormat::jpeg && !reducible) || (format == ImageFormat::jpeg && t.small)) {
     decode_image(bytes, d, where, scratch);
     transform_image(scratch, t, seed, out);
     return;
   }
-  // JPEG: the plan is drawn on the full-size geometry first, then only as much is decoded as it needs.
-  ImageInfo info = read_image_info(bytes, where, max_pixels);
-  const CropPlan plan = plan_crop(t, seed, info.width, info.height);
-  if (plan.kind == CropPlan::Kind::center_crop) {
-    d.min_width = d.min_height = plan.shorter;
-    decode_image(bytes, d, where, scratch);
-    // DCT scaling may have made the image smaller: torchvision's sizes are those of the image it
-    // resizes. A centre crop draws nothing, so this is the same plan at the decoded size.
-    Image unused;
-    if (scratch.width == info.width && scratch.height == info.height)
-      apply_crop_plan(scratch, plan, unused, out);
-    else
-      apply_crop_plan(scratch, plan_crop(t, seed, scratch.width, scratch.height), unused, out);
-    return;
-  }
-  // Only the crop is decoded, at the smallest DCT scale that keeps it at least image_size; the
-  // plan's box is then a float box in the decoded region's pixels.
-  d.min_width = plan.window.width;
-  d.min_height = plan.window.height;
-  JpegRegion r = decode_jpeg_region(bytes, plan.box, d, where, scratch);
-  int vx0 = static_cast<int>(std::floor(r.x0)), vy0 = static_cast<int>(std::floor(r.y0));
-  int vx1 = std::min(scratch.width, static_cast<int>(std::ceil(r.x1)));
-  int vy1 = std::min(scratch.height, static_cast<int>(std::ceil(r.y1)));
-  ResizeSpec spec = resize_spec(plan);
-  spec.x0 = r.x0 - vx0;
-  spec.y0 = r.y0 - vy0;
-  spec.x1 = r.x1 - vx0;
-  spec.y1 = r.y1 - vy0;
-  detail::resize_window(detail::crop_view(scratch, vx0, vy0, vx1 - vx0, vy1 - vy0), spec, out);
+  const PlannedDecode pd(bytes, t, max_pixels, seed, where);
+  if (!reducible) return decode_jpeg_planned(pd, d, scratch, out);
+  if (const int factor = png_reduction(pd.plan); factor >= 2)
+    return decode_reduced(pd, format, factor, d, scratch, out);
+  decode_image(bytes, d, where, scratch);
+  transform_image(scratch, t, seed, out);
 }
 
 }  // namespace frugal

@@ -6,8 +6,9 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "image/codecs.h"
 
 namespace frugal::detail {
@@ -113,7 +114,7 @@ void jpeg_decode(std::span<const std::uint8_t> bytes, const DecodeOptions& optio
     out.resize(w, hgt, 3);
     cmyk_to_rgb(cmyk.data(), pixels, out.pixels.data());
     if (channels == 1) {
-      Image rgb = std::move(out);
+      Image rgb = std::exchange(out, Image{});
       out.resize(w, hgt, 1);
       rgb_to_luma(rgb.pixels.data(), pixels, out.pixels.data());
     }

@@ -19,7 +19,7 @@
 namespace frugal::detail {
 namespace {
 
-constexpr int kFastBits = 10;  // one lookup decodes codes (AC: code + value bits) up to this long
+constexpr int kFastBits = 10;       // one lookup decodes codes (AC: code + value bits) up to this long
 constexpr std::size_t kPad = 4096;  // zero bytes after the data: more than one MCU can read
 constexpr std::int32_t kEndOfBlock = 1 << 12;
 // A symbol's code and value bits take at most 16 + 11 (8-bit data: DC sizes up to 11, AC up to
@@ -34,13 +34,13 @@ constexpr std::array<std::uint8_t, 80> kNatural = {
     39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 struct Table {
-  JHUFF_TBL source{};                        // what the tables below were built from
+  JHUFF_TBL source{};                                // what the tables below were built from
   std::array<std::uint16_t, 1 << kFastBits> fast{};  // (length << 8) | symbol; 0: longer code
   // AC symbols whose code and value bits fit kFastBits: (value << 16) | flags | (run << 8) |
   // length, with kEndOfBlock set for EOB and value 0 for ZRL (run 15); 0: decode the long way.
   std::array<std::int32_t, 1 << kFastBits> fast_ac{};
-  std::array<std::uint32_t, 18> limit{};     // codes of length L are the 16-bit prefixes < limit[L]
-  std::array<int, 18> offset{};              // symbol index = code + offset[L]
+  std::array<std::uint32_t, 18> limit{};  // codes of length L are the 16-bit prefixes < limit[L]
+  std::array<int, 18> offset{};           // symbol index = code + offset[L]
   std::array<std::uint8_t, 256> symbols{};
   bool built = false;
 };
@@ -76,8 +76,8 @@ void build(const JHUFF_TBL& h, bool ac, Table& t) {
           t.fast_ac[e] = run == 15 ? (15 << 8) | len : kEndOfBlock | len;
         } else {
           const int bits = static_cast<int>(e >> (shift - size)) & ((1 << size) - 1);
-          t.fast_ac[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(extend(bits, size)) << 16) |
-                         (run << 8) | (len + size);
+          t.fast_ac[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(extend(bits, size)) << 16) | (run << 8) |
+                         (len + size);
         }
       }
     }
@@ -89,24 +89,24 @@ void build(const JHUFF_TBL& h, bool ac, Table& t) {
 
 // The scan's state; lives in cinfo->client_data while the fast decoder is installed.
 struct State {
-  std::vector<std::uint8_t> data;            // the entropy-coded segment, unstuffed, then kPad zeros
+  std::vector<std::uint8_t> data;  // the entropy-coded segment, unstuffed, then kPad zeros
   // Where each restart interval's data ends in `data` (bits): one entry without restart markers.
   std::vector<std::size_t> segment_ends;
-  std::size_t segment = 0;                   // the interval being decoded
+  std::size_t segment = 0;                            // the interval being decoded
   unsigned restart_interval = 0, restarts_to_go = 0;  // MCUs per interval (0: none), left in this one
-  const JOCTET* marker = nullptr;            // where the segment ends in the source (at a marker)
+  const JOCTET* marker = nullptr;                     // where the segment ends in the source (at a marker)
   std::array<Table, NUM_HUFF_TBLS> dc, ac;
   const Table* dc_of[D_MAX_BLOCKS_IN_MCU] = {};
   const Table* ac_of[D_MAX_BLOCKS_IN_MCU] = {};
   int comp_of[D_MAX_BLOCKS_IN_MCU] = {};
   int last_dc[MAX_COMPS_IN_SCAN] = {};
-  std::uint64_t bitbuf = 0;                  // next bits at the top
-  int bitcount = 0;                          // valid bits in bitbuf
-  std::size_t pos = 0;                       // next byte of `data` to load
+  std::uint64_t bitbuf = 0;  // next bits at the top
+  int bitcount = 0;          // valid bits in bitbuf
+  std::size_t pos = 0;       // next byte of `data` to load
   long mcus_left = 0;
-  long mcus_to_decode = 0;                   // progressive: the MCUs after these are skipped
-  JDIMENSION rows_needed = 0;                // progressive: output rows that must be exact
-  unsigned eobrun = 0;                       // progressive AC scans: blocks left in an end-of-band run
+  long mcus_to_decode = 0;     // progressive: the MCUs after these are skipped
+  JDIMENSION rows_needed = 0;  // progressive: output rows that must be exact
+  unsigned eobrun = 0;         // progressive AC scans: blocks left in an end-of-band run
   void (*give_up)(j_decompress_ptr) = nullptr;
   void (*libjpeg_start_pass)(j_decompress_ptr) = nullptr;  // progressive: libjpeg's per-scan set-up
 };
@@ -337,7 +337,7 @@ std::uint64_t nonzero_zigzag(const JCOEF* block) {
   std::uint64_t natural = 0;
 #if defined(__SSE2__)
   const __m128i zero = _mm_setzero_si128();
-  for (int i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < 4; ++i) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i + 8));
     const __m128i zeros = _mm_packs_epi16(_mm_cmpeq_epi16(a, zero), _mm_cmpeq_epi16(b, zero));
@@ -495,8 +495,8 @@ void take_progressive_scan(j_decompress_ptr cinfo, State& s) {
   const long mcu_rows = cinfo->comps_in_scan > 1 ? imcu_rows : imcu_rows * cinfo->cur_comp_info[0]->v_samp_factor;
   s.mcus_to_decode = std::min<long>(s.mcus_left, mcu_rows * static_cast<long>(cinfo->MCUs_per_row));
   const bool dc = cinfo->Ss == 0, first = cinfo->Ah == 0;
-  cinfo->entropy->decode_mcu = dc ? (first ? decode_dc_first : decode_dc_refine)
-                                  : (first ? decode_ac_first : decode_ac_refine);
+  cinfo->entropy->decode_mcu =
+      dc ? (first ? decode_dc_first : decode_dc_refine) : (first ? decode_ac_first : decode_ac_refine);
 }
 
 void start_progressive_scan(j_decompress_ptr cinfo) {
@@ -508,9 +508,9 @@ void start_progressive_scan(j_decompress_ptr cinfo) {
 }  // namespace
 
 bool use_fast_huffman(j_decompress_ptr cinfo, void (*give_up)(j_decompress_ptr cinfo)) {
-  if (cinfo->progressive_mode || cinfo->arith_code ||
-      cinfo->data_precision != 8 || jpeg_has_multiple_scans(cinfo) || cinfo->entropy == nullptr ||
-      cinfo->src == nullptr || cinfo->Ss != 0 || cinfo->Se != DCTSIZE2 - 1 || cinfo->Ah != 0 || cinfo->Al != 0)
+  if (cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 || jpeg_has_multiple_scans(cinfo) ||
+      cinfo->entropy == nullptr || cinfo->src == nullptr || cinfo->Ss != 0 || cinfo->Se != DCTSIZE2 - 1 ||
+      cinfo->Ah != 0 || cinfo->Al != 0)
     return false;
   State& s = t_state;
   if (!start_scan(cinfo, s)) return false;

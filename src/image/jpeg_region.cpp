@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "image/codecs.h"
 #include "image/jpeg_huffman.h"
 
@@ -29,7 +29,7 @@ struct ErrorMgr {
   jpeg_error_mgr pub;
   std::jmp_buf jump;
   bool truncated = false;
-  bool fast_gave_up = false;  // the fast entropy decoder met something only libjpeg's handles
+  bool fast_gave_up = false;              // the fast entropy decoder met something only libjpeg's handles
   bool fast_progressive_pending = false;  // to be installed at jpeg_start_decompress's first progress call
   JDIMENSION rows_needed = 0;             // the output rows read: a progressive scan can stop below them
   char message[JMSG_LENGTH_MAX] = {};
@@ -186,13 +186,9 @@ int jpeg_region_scale(int box_w, int box_h, int min_w, int min_h) {
 
 namespace {
 
-// One decoding attempt; false when the fast entropy decoder gave up on the stream.
-bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
-                        const std::string& where, EntropyDecoder which, Image& out, JpegRegion& r) {
-  Decoder d;
-  check_created(d);
-  j_decompress_ptr c = &d.cinfo;
-  if (!read_header(d, bytes)) fail_jpeg(where, d.err.message);
+// check_pixels, and a box inside the image; the decompressor is aborted before either throws.
+void check_size_and_box(j_decompress_ptr c, const CropBox& box, const DecodeOptions& options,
+                        const std::string& where) {
   const int W = static_cast<int>(c->image_width), H = static_cast<int>(c->image_height);
   try {
     check_pixels(W, H, options.max_pixels, where);
@@ -201,63 +197,64 @@ bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box,
     throw;
   }
   // Compared without forming box.x + box.width, which can overflow int for a caller's box.
-  if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 || box.x > W || box.y > H ||
-      box.width > W - box.x || box.height > H - box.y) {
+  if (box.width <= 0 || box.height <= 0 || box.x < 0 || box.y < 0 || box.x > W || box.y > H || box.width > W - box.x ||
+      box.height > H - box.y) {
     jpeg_abort_decompress(c);
     fail(ErrorKind::usage, where, "a crop box inside the " + std::to_string(W) + "x" + std::to_string(H) + " image",
          std::to_string(box.width) + "x" + std::to_string(box.height) + " at (" + std::to_string(box.x) + ", " +
              std::to_string(box.y) + ")",
          "");
   }
-  const bool gray = c->jpeg_color_space == JCS_GRAYSCALE;
-  const bool cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
-  const int channels = options.channels ? options.channels : (gray ? 1 : 3);
-  c->out_color_space = cmyk ? JCS_CMYK : (gray && channels == 1) ? JCS_GRAYSCALE : JCS_RGB;
-  const int m = jpeg_region_scale(box.width, box.height, options.min_width, options.min_height);
-  c->scale_num = static_cast<unsigned>(m);
-  c->scale_denom = 8;
-  c->dct_method = JDCT_ISLOW;  // TurboJPEG's and PIL's default
+}
 
-  // The box on the scaled image (an 8x8 block becomes m x m), one pixel of margin around it: a
-  // cropped decode upsamples chroma at its own edges as at the image's, so only the pixels one
-  // step inside equal the full decode's.
+// The box on the scaled image (an 8x8 block becomes m x m), one pixel of margin around it: a
+// cropped decode upsamples chroma at its own edges as at the image's, so only the pixels one
+// step inside equal the full decode's.
+struct ScaledBox {
+  int sw = 0, sh = 0;                         // the scaled image's sides
+  double bx0 = 0, by0 = 0, bx1 = 0, by1 = 0;  // the box on it
+  int px0 = 0, px1 = 0, py0 = 0, py1 = 0;     // the pixels decoded: the box and its margin
+};
+
+ScaledBox scaled_box(const CropBox& box, int W, int H, int m) {
   const double f = m / 8.0;
-  r.scale_num = m;
-  const int sw = (W * m + 7) / 8, sh = (H * m + 7) / 8;
-  const double bx0 = box.x * f, by0 = box.y * f;
-  const double bx1 = std::min<double>((box.x + box.width) * f, sw), by1 = std::min<double>((box.y + box.height) * f, sh);
-  const int px0 = std::max(0, static_cast<int>(std::floor(bx0)) - 1);
-  const int px1 = std::min(sw, static_cast<int>(std::ceil(bx1)) + 1);
-  const int py0 = std::max(0, static_cast<int>(std::floor(by0)) - 1);
-  const int py1 = std::min(sh, static_cast<int>(std::ceil(by1)) + 1);
-  JDIMENSION xoff = static_cast<JDIMENSION>(px0), width = static_cast<JDIMENSION>(px1 - px0);
-  // Rows below the box need not be decoded, unless the file may be cut short there (no end marker):
-  // then they are entropy-decoded too, so that the cut is noticed (read_rows' spare row).
-  const bool to_the_end = py1 < sh && !ends_with_eoi(bytes);
-  const JDIMENSION rows_needed = static_cast<JDIMENSION>(to_the_end ? sh : py1);
-  if (!start_cropped(d, &xoff, &width, rows_needed, which)) {
-    if (d.err.fast_gave_up) return false;
-    fail_jpeg(where, d.err.message);
-  }
-  if (static_cast<int>(c->output_height) != sh || static_cast<int>(xoff) > px0 ||
-      static_cast<int>(xoff + width) < px1) {
+  ScaledBox s;
+  s.sw = (W * m + 7) / 8, s.sh = (H * m + 7) / 8;
+  s.bx0 = box.x * f, s.by0 = box.y * f;
+  s.bx1 = std::min<double>((box.x + box.width) * f, s.sw), s.by1 = std::min<double>((box.y + box.height) * f, s.sh);
+  s.px0 = std::max(0, static_cast<int>(std::floor(s.bx0)) - 1);
+  s.px1 = std::min(s.sw, static_cast<int>(std::ceil(s.bx1)) + 1);
+  s.py0 = std::max(0, static_cast<int>(std::floor(s.by0)) - 1);
+  s.py1 = std::min(s.sh, static_cast<int>(std::ceil(s.by1)) + 1);
+  return s;
+}
+
+// libjpeg's crop must cover the pixels asked for (it widens to whole blocks, never narrows).
+void check_cropped(j_decompress_ptr c, const ScaledBox& s, int m, JDIMENSION xoff, JDIMENSION width,
+                   const std::string& where) {
+  if (static_cast<int>(c->output_height) != s.sh || static_cast<int>(xoff) > s.px0 ||
+      static_cast<int>(xoff + width) < s.px1) {
     jpeg_abort_decompress(c);
     fail(ErrorKind::io, where,
-         "a " + std::to_string(sw) + " px high image at scale " + std::to_string(m) + "/8 cropped to cover [" +
-             std::to_string(px0) + ", " + std::to_string(px1) + ")",
+         "a " + std::to_string(s.sw) + " px high image at scale " + std::to_string(m) + "/8 cropped to cover [" +
+             std::to_string(s.px0) + ", " + std::to_string(s.px1) + ")",
          std::to_string(c->output_height) + " px high, columns [" + std::to_string(xoff) + ", " +
              std::to_string(xoff + width) + ")",
          "this is a bug in frugal or libjpeg; please report it with the file");
   }
-  const int rows = py1 - py0, comps = c->output_components;
-  thread_local std::vector<std::uint8_t> cmyk_buf;
-  thread_local std::vector<JSAMPROW> row_ptrs;
+}
+
+// Row pointers into `out`, or into `*cmyk_buf` for CMYK (converted after); the decompressor is
+// aborted when allocating throws.
+void point_rows(j_decompress_ptr c, JDIMENSION width, int rows, std::vector<std::uint8_t>* cmyk_buf, Image& out,
+                std::vector<JSAMPROW>& row_ptrs) {
+  const int comps = c->output_components;
   std::uint8_t* dst;
   std::size_t stride = static_cast<std::size_t>(width) * comps;
   try {
-    if (cmyk) {
-      cmyk_buf.resize(stride * rows);
-      dst = cmyk_buf.data();
+    if (cmyk_buf) {
+      cmyk_buf->resize(stride * rows);
+      dst = cmyk_buf->data();
     } else {
       out.resize(static_cast<int>(width), rows, comps);
       dst = out.pixels.data();
@@ -268,6 +265,50 @@ bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box,
     throw;
   }
   for (int y = 0; y < rows; ++y) row_ptrs[y] = dst + y * stride;
+}
+
+// PIL's luma of the RGB pixels rather than libjpeg's Y, as decode_image gives "L" models.
+void to_luma(Image& out) {
+  thread_local Image rgb;
+  std::swap(rgb, out);
+  out.resize(rgb.width, rgb.height, 1);
+  rgb_to_luma(rgb.pixels.data(), static_cast<std::size_t>(rgb.width) * rgb.height, out.pixels.data());
+}
+
+// One decoding attempt; false when the fast entropy decoder gave up on the stream.
+bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box, const DecodeOptions& options,
+                        const std::string& where, EntropyDecoder which, Image& out, JpegRegion& r) {
+  Decoder d;
+  check_created(d);
+  j_decompress_ptr c = &d.cinfo;
+  if (!read_header(d, bytes)) fail_jpeg(where, d.err.message);
+  check_size_and_box(c, box, options, where);
+  const bool gray = c->jpeg_color_space == JCS_GRAYSCALE;
+  const bool cmyk = c->jpeg_color_space == JCS_CMYK || c->jpeg_color_space == JCS_YCCK;
+  const int channels = options.channels ? options.channels : (gray ? 1 : 3);
+  c->out_color_space = cmyk ? JCS_CMYK : (gray && channels == 1) ? JCS_GRAYSCALE : JCS_RGB;
+  const int m = jpeg_region_scale(box.width, box.height, options.min_width, options.min_height);
+  c->scale_num = static_cast<unsigned>(m);
+  c->scale_denom = 8;
+  c->dct_method = JDCT_ISLOW;  // TurboJPEG's and PIL's default
+  r.scale_num = m;
+  const ScaledBox sb = scaled_box(box, static_cast<int>(c->image_width), static_cast<int>(c->image_height), m);
+  const int sh = sb.sh, px0 = sb.px0, px1 = sb.px1, py0 = sb.py0, py1 = sb.py1;
+  JDIMENSION xoff = static_cast<JDIMENSION>(px0), width = static_cast<JDIMENSION>(px1 - px0);
+  // Rows below the box need not be decoded, unless the file may be cut short there (no end marker):
+  // then they are entropy-decoded too, so that the cut is noticed (read_rows' spare row).
+  const bool to_the_end = py1 < sh && !ends_with_eoi(bytes);
+  const JDIMENSION rows_needed = static_cast<JDIMENSION>(to_the_end ? sh : py1);
+  if (!start_cropped(d, &xoff, &width, rows_needed, which)) {
+    if (d.err.fast_gave_up) return false;
+    fail_jpeg(where, d.err.message);
+  }
+  check_cropped(c, sb, m, xoff, width, where);
+  const int rows = py1 - py0;
+  const std::size_t stride = static_cast<std::size_t>(width) * c->output_components;
+  thread_local std::vector<std::uint8_t> cmyk_buf;
+  thread_local std::vector<JSAMPROW> row_ptrs;
+  point_rows(c, width, rows, cmyk ? &cmyk_buf : nullptr, out, row_ptrs);
   thread_local std::vector<std::uint8_t> spare;
   JSAMPROW spare_row = nullptr;
   if (to_the_end) {
@@ -283,17 +324,11 @@ bool decode_region_once(std::span<const std::uint8_t> bytes, const CropBox& box,
     out.resize(static_cast<int>(width), rows, 3);
     cmyk_to_rgb(cmyk_buf.data(), static_cast<std::size_t>(width) * rows, out.pixels.data());
   }
-  if (channels == 1 && out.channels == 3) {
-    // PIL's luma of the RGB pixels rather than libjpeg's Y, as decode_image gives "L" models.
-    thread_local Image rgb;
-    std::swap(rgb, out);
-    out.resize(rgb.width, rgb.height, 1);
-    rgb_to_luma(rgb.pixels.data(), static_cast<std::size_t>(rgb.width) * rgb.height, out.pixels.data());
-  }
-  r.x0 = bx0 - xoff;
-  r.x1 = bx1 - xoff;
-  r.y0 = by0 - py0;
-  r.y1 = by1 - py0;
+  if (channels == 1 && out.channels == 3) to_luma(out);
+  r.x0 = sb.bx0 - xoff;
+  r.x1 = sb.bx1 - xoff;
+  r.y0 = sb.by0 - py0;
+  r.y1 = sb.by1 - py0;
   return true;
 }
 

@@ -17,7 +17,7 @@
 #include <immintrin.h>
 #endif
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal::detail {
 namespace {
@@ -47,9 +47,10 @@ void precompute(int in_size, double in0, double in1, int out_full, int o0, int n
     int xx = o0 + i;
     double center = in0 + (xx + 0.5) * scale;
     double ss = 1.0 / filterscale;
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings): PIL's ImagingResample rounds so; the pixels must match PIL's
     int xmin = static_cast<int>(center - support + 0.5);
     if (xmin < 0) xmin = 0;
-    int xmax = static_cast<int>(center + support + 0.5);
+    int xmax = static_cast<int>(center + support + 0.5);  // NOLINT(bugprone-incorrect-roundings): as above
     if (xmax > in_size) xmax = in_size;
     xmax -= xmin;
     double* k = &t.k[static_cast<std::size_t>(i) * t.ksize];
@@ -100,8 +101,8 @@ inline void row_taps(const std::uint8_t* __restrict r, std::size_t stride, int l
 }
 
 // Any number of taps, through an accumulator row.
-inline void row_taps_any(const std::uint8_t* __restrict r0, std::size_t stride, int len, const std::int32_t* k,
-                         int n, std::uint8_t* __restrict d, std::int32_t* __restrict acc) {
+inline void row_taps_any(const std::uint8_t* __restrict r0, std::size_t stride, int len, const std::int32_t* k, int n,
+                         std::uint8_t* __restrict d, std::int32_t* __restrict acc) {
   for (int x = 0; x < len; ++x) acc[x] = (1 << (kPrecision - 1)) + r0[x] * k[0];
   for (int i = 1; i < n; ++i) {
     const std::uint8_t* __restrict r = r0 + static_cast<std::size_t>(i) * stride;
@@ -116,21 +117,35 @@ inline void row_taps_any(const std::uint8_t* __restrict r0, std::size_t stride, 
 // transposed image, so both passes are this contiguous, vectorisable loop (the per-pixel tap loop
 // of a direct horizontal pass stays scalar). Portable version; filter_rows_avx2 below is the one
 // x86-64 machines run.
-void filter_rows_portable(const std::uint8_t* src, std::size_t src_stride, int len, const int* start,
-                          const int* count, const std::int32_t* kk, int ksize, int row_offset, int n_out,
-                          std::uint8_t* dst, std::size_t dst_stride, std::int32_t* acc) {
+void filter_rows_portable(const std::uint8_t* src, std::size_t src_stride, int len, const int* start, const int* count,
+                          const std::int32_t* kk, int ksize, int row_offset, int n_out, std::uint8_t* dst,
+                          std::size_t dst_stride, std::int32_t* acc) {
   for (int y = 0; y < n_out; ++y) {
     const std::int32_t* k = kk + static_cast<std::size_t>(y) * ksize;
     const std::uint8_t* r = src + static_cast<std::size_t>(start[y] - row_offset) * src_stride;
     std::uint8_t* d = dst + static_cast<std::size_t>(y) * dst_stride;
     switch (count[y]) {
-      case 1: row_taps<1>(r, src_stride, len, k, d); break;
-      case 2: row_taps<2>(r, src_stride, len, k, d); break;
-      case 3: row_taps<3>(r, src_stride, len, k, d); break;
-      case 4: row_taps<4>(r, src_stride, len, k, d); break;
-      case 5: row_taps<5>(r, src_stride, len, k, d); break;
-      case 6: row_taps<6>(r, src_stride, len, k, d); break;
-      default: row_taps_any(r, src_stride, len, k, count[y], d, acc); break;
+      case 1:
+        row_taps<1>(r, src_stride, len, k, d);
+        break;
+      case 2:
+        row_taps<2>(r, src_stride, len, k, d);
+        break;
+      case 3:
+        row_taps<3>(r, src_stride, len, k, d);
+        break;
+      case 4:
+        row_taps<4>(r, src_stride, len, k, d);
+        break;
+      case 5:
+        row_taps<5>(r, src_stride, len, k, d);
+        break;
+      case 6:
+        row_taps<6>(r, src_stride, len, k, d);
+        break;
+      default:
+        row_taps_any(r, src_stride, len, k, count[y], d, acc);
+        break;
     }
   }
 }
@@ -178,8 +193,8 @@ __attribute__((target("avx2"))) void filter_rows_avx2(const std::uint8_t* src, s
     for (; x + 8 <= len; x += 8) {
       __m256i a = half;
       for (int i = 0; i < n; ++i)
-        a = _mm256_add_epi32(a, _mm256_mullo_epi32(widen(r + static_cast<std::size_t>(i) * src_stride + x),
-                                                   _mm256_set1_epi32(k[i])));
+        a = _mm256_add_epi32(
+            a, _mm256_mullo_epi32(widen(r + static_cast<std::size_t>(i) * src_stride + x), _mm256_set1_epi32(k[i])));
       a = _mm256_srai_epi32(a, kPrecision);
       const __m128i s = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(d + x), _mm_packus_epi16(s, s));
@@ -241,16 +256,17 @@ void transpose3(const std::uint8_t* src, std::size_t src_stride, int rows, int c
         std::uint8_t* d = dst + static_cast<std::size_t>(x) * dst_stride;
         const std::uint8_t* s = src + static_cast<std::size_t>(x) * 3;
         if (x + 1 == cols) {
-          for (int y = y0; y < y1; ++y) copy3(d + y * 3, s + static_cast<std::size_t>(y) * src_stride);
+          for (int y = y0; y < y1; ++y)
+            copy3(d + static_cast<std::size_t>(y) * 3, s + static_cast<std::size_t>(y) * src_stride);
           continue;
         }
         int y = y0;
         for (; y + 1 < y1; ++y) {
           std::uint32_t v;
           std::memcpy(&v, s + static_cast<std::size_t>(y) * src_stride, 4);
-          std::memcpy(d + y * 3, &v, 4);
+          std::memcpy(d + static_cast<std::size_t>(y) * 3, &v, 4);
         }
-        copy3(d + y * 3, s + static_cast<std::size_t>(y) * src_stride);
+        copy3(d + static_cast<std::size_t>(y) * 3, s + static_cast<std::size_t>(y) * src_stride);
       }
     }
 }
@@ -292,10 +308,12 @@ __attribute__((target("ssse3"))) void transpose3_ssse3(const std::uint8_t* src, 
     }
   }
   // The rest: columns [xs, cols) of every row, and rows [ys, rows) of columns [0, xs).
-  if (xs < cols) transpose3(src + static_cast<std::size_t>(xs) * 3, src_stride, rows, cols - xs,
-                            dst + static_cast<std::size_t>(xs) * dst_stride, dst_stride);
+  if (xs < cols)
+    transpose3(src + static_cast<std::size_t>(xs) * 3, src_stride, rows, cols - xs,
+               dst + static_cast<std::size_t>(xs) * dst_stride, dst_stride);
   if (ys < rows && xs > 0)
-    transpose3(src + static_cast<std::size_t>(ys) * src_stride, src_stride, rows - ys, xs, dst + ys * 3, dst_stride);
+    transpose3(src + static_cast<std::size_t>(ys) * src_stride, src_stride, rows - ys, xs,
+               dst + static_cast<std::size_t>(ys) * 3, dst_stride);
 }
 #endif
 
@@ -312,10 +330,10 @@ void transpose_pixels(int C, const std::uint8_t* src, std::size_t src_stride, in
 }
 
 void check_spec(const ImageView& in, const ResizeSpec& s) {
-  bool ok = in.width > 0 && in.height > 0 && s.full_w > 0 && s.full_h > 0 && s.out_w > 0 && s.out_h > 0 &&
-            s.ox >= 0 && s.oy >= 0 && s.ox + s.out_w <= s.full_w && s.oy + s.out_h <= s.full_h &&
-            s.x0 >= 0 && s.y0 >= 0 && s.x1 > s.x0 && s.y1 > s.y0 && s.x1 <= in.width + 1e-6 &&
-            s.y1 <= in.height + 1e-6 && (in.channels == 1 || in.channels == 3);
+  bool ok = in.width > 0 && in.height > 0 && s.full_w > 0 && s.full_h > 0 && s.out_w > 0 && s.out_h > 0 && s.ox >= 0 &&
+            s.oy >= 0 && s.ox + s.out_w <= s.full_w && s.oy + s.out_h <= s.full_h && s.x0 >= 0 && s.y0 >= 0 &&
+            s.x1 > s.x0 && s.y1 > s.y0 && s.x1 <= in.width + 1e-6 && s.y1 <= in.height + 1e-6 &&
+            (in.channels == 1 || in.channels == 3);
   if (!ok) fail(ErrorKind::invalid, "resize", "a box inside the image and a window inside the output", "", "");
 }
 

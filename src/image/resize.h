@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "frugal/image.h"
+#include "frugal/image/image.h"
 
 namespace frugal::detail {
 

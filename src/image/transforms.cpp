@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "frugal/image.h"
+#include "frugal/image/image.h"
 #include "image/resize.h"
 
 namespace frugal {

@@ -2,7 +2,7 @@
 #include <torch/torch.h>
 
 #include "models/layers.h"
-#include "frugal/models.h"
+#include "frugal/models/models.h"
 
 namespace frugal {
 namespace {
@@ -23,9 +23,10 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
                                torch::Tensor batches_tracked, double eps, double momentum) {
     const auto c = x.size(1);
     auto xf = x.to(torch::kFloat32);
-    auto stats = torch::cat({xf.sum({0, 2, 3}, false, torch::kFloat64), (xf * xf).sum({0, 2, 3}, false, torch::kFloat64),
-                             torch::full({1}, static_cast<double>(x.numel() / std::max<std::int64_t>(c, 1)),
-                                         xf.options().dtype(torch::kFloat64))});
+    auto stats =
+        torch::cat({xf.sum({0, 2, 3}, false, torch::kFloat64), (xf * xf).sum({0, 2, 3}, false, torch::kFloat64),
+                    torch::full({1}, static_cast<double>(x.numel() / std::max<std::int64_t>(c, 1)),
+                                xf.options().dtype(torch::kFloat64))});
     g_sync(stats);
     // No host read of the count (a GPU would wait at every layer): an empty global batch (every
     // rank's chunk empty, as the last chunks of an uneven batch can be) is handled on the device.
@@ -37,13 +38,16 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     auto mean = mean64.to(torch::kFloat32), var = var64.to(torch::kFloat32);
     auto invstd = torch::rsqrt(var + eps);
     auto shape = std::vector<std::int64_t>{1, c, 1, 1};
-    auto y = (xf - mean.view(shape)) * (invstd * weight.to(torch::kFloat32)).view(shape) + bias.to(torch::kFloat32).view(shape);
+    auto y = (xf - mean.view(shape)) * (invstd * weight.to(torch::kFloat32)).view(shape) +
+             bias.to(torch::kFloat32).view(shape);
     {
       torch::NoGradGuard no_grad;
       batches_tracked.add_(any.to(batches_tracked.scalar_type()).reshape({}));
       auto unbiased = var64 * (safe_n / (n - 1).clamp_min(1));
-      running_mean.copy_(torch::where(any, running_mean * (1 - momentum) + mean.to(running_mean.dtype()) * momentum, running_mean));
-      running_var.copy_(torch::where(any, running_var * (1 - momentum) + unbiased.to(running_var.dtype()) * momentum, running_var));
+      running_mean.copy_(
+          torch::where(any, running_mean * (1 - momentum) + mean.to(running_mean.dtype()) * momentum, running_mean));
+      running_var.copy_(
+          torch::where(any, running_var * (1 - momentum) + unbiased.to(running_var.dtype()) * momentum, running_var));
     }
     ctx->save_for_backward({xf, weight, mean, invstd, safe_n});
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(x.scalar_type());
@@ -65,12 +69,19 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     auto sum_dy_xhat = (dy * xhat).sum({0, 2, 3});
     auto all = torch::cat({sum_dy, sum_dy_xhat}).to(torch::kFloat64);
     g_sync(all);
-    auto g_dy = (all.slice(0, 0, c) / n).to(torch::kFloat32), g_dy_xhat = (all.slice(0, c, 2 * c) / n).to(torch::kFloat32);
-    auto dx = (weight.to(torch::kFloat32) * invstd).view(shape) *
-              (dy - g_dy.view(shape) - xhat * g_dy_xhat.view(shape));
+    auto g_dy = (all.slice(0, 0, c) / n).to(torch::kFloat32),
+         g_dy_xhat = (all.slice(0, c, 2 * c) / n).to(torch::kFloat32);
+    auto dx =
+        (weight.to(torch::kFloat32) * invstd).view(shape) * (dy - g_dy.view(shape) - xhat * g_dy_xhat.view(shape));
     auto dtype = static_cast<c10::ScalarType>(ctx->saved_data["dtype"].toInt());
-    return {dx.to(dtype), sum_dy_xhat.to(weight.scalar_type()), sum_dy.to(weight.scalar_type()),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx.to(dtype),
+            sum_dy_xhat.to(weight.scalar_type()),
+            sum_dy.to(weight.scalar_type()),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 

@@ -20,8 +20,8 @@ Seq stage(int in, int out, bool pool) {
 class SmallCnn : public Model {
  public:
   SmallCnn(int num_classes, int channels) {
-    features = register_module("features", torch::nn::Sequential(stage(channels, 32, true), stage(32, 64, true),
-                                                                      stage(64, 128, false)));
+    features = register_module(
+        "features", torch::nn::Sequential(stage(channels, 32, true), stage(32, 64, true), stage(64, 128, false)));
     fc1 = register_module("fc1", torch::nn::Linear(128 * 7 * 7, 128));
     dropout = register_module("dropout", torch::nn::Dropout(0.3));
     fc = register_module("fc", torch::nn::Linear(128, num_classes));
@@ -31,7 +31,8 @@ class SmallCnn : public Model {
   torch::Tensor forward(torch::Tensor x) override {
     for (auto& child : features->children()) {
       auto* s = child->as<SeqImpl>();
-      x = run_block(grad_checkpoint_, *s, [s](const torch::Tensor& t) { return s->forward(t); }, x);
+      x = run_block(
+          grad_checkpoint_, *s, [s](const torch::Tensor& t) { return s->forward(t); }, x);
     }
     // Any input side works; 28x28 inputs arrive here as 7x7 already, and then the (identity) pool
     // is skipped: its backward alone took 9% of a bf16 training step on the CPU.

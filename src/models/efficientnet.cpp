@@ -60,10 +60,11 @@ TORCH_MODULE(MBConv);
 class EfficientNetB0 : public Model {
  public:
   EfficientNetB0(int num_classes, int channels) {
-    struct Stage { int expand, k, stride, in, out, layers; };
-    const Stage stages[] = {{1, 3, 1, 32, 16, 1},  {6, 3, 2, 16, 24, 2},  {6, 5, 2, 24, 40, 2},
-                            {6, 3, 2, 40, 80, 3},  {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4},
-                            {6, 3, 1, 192, 320, 1}};
+    struct Stage {
+      int expand, k, stride, in, out, layers;
+    };
+    const Stage stages[] = {{1, 3, 1, 32, 16, 1},  {6, 3, 2, 16, 24, 2},   {6, 5, 2, 24, 40, 2},  {6, 3, 2, 40, 80, 3},
+                            {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1}};
     const double stochastic_depth_prob = 0.2;
     int total = 0;
     for (auto& s : stages) total += s.layers;
@@ -83,8 +84,8 @@ class EfficientNetB0 : public Model {
     }
     features->push_back(conv_norm_act(320, 1280, 1));
     register_module("features", features);
-    classifier = register_module("classifier", torch::nn::Sequential(torch::nn::Dropout(0.2),
-                                                                     torch::nn::Linear(1280, num_classes)));
+    classifier = register_module("classifier",
+                                 torch::nn::Sequential(torch::nn::Dropout(0.2), torch::nn::Linear(1280, num_classes)));
     init();
   }
 
@@ -93,7 +94,8 @@ class EfficientNetB0 : public Model {
     x = features[0]->as<SeqImpl>()->forward(x);
     for (auto& mb : blocks) {
       auto* b = mb.get();
-      x = run_block(grad_checkpoint_, *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
+      x = run_block(
+          grad_checkpoint_, *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
     }
     x = children.back()->as<SeqImpl>()->forward(x);
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);

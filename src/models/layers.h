@@ -8,8 +8,8 @@
 namespace frugal::detail {
 
 inline torch::nn::Conv2d conv(int in, int out, int k, int stride = 1, int groups = 1, bool bias = false) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, k).stride(stride).padding((k - 1) / 2)
-                               .groups(groups).bias(bias));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, k).stride(stride).padding((k - 1) / 2).groups(groups).bias(bias));
 }
 
 // A Sequential that can sit inside another (torch::nn::Sequential's templated forward cannot).

@@ -82,7 +82,8 @@ class ResNet : public Model {
     for (auto& stage : stages) {
       for (auto& child : stage->children()) {
         auto* block = child->as<typename Block::ContainedType>();
-        x = run_block(grad_checkpoint_, *block, [block](const torch::Tensor& t) { return block->forward(t); }, x);
+        x = run_block(
+            grad_checkpoint_, *block, [block](const torch::Tensor& t) { return block->forward(t); }, x);
       }
     }
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);

@@ -1,7 +1,7 @@
 // make_model() and name-based weight exchange in torchvision's naming.
 #include <sstream>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "models/zoo.h"
 
 namespace frugal {
@@ -34,9 +34,7 @@ std::string shape_str(const torch::Tensor& t) {
   return s.str();
 }
 
-bool in_head(const std::string& name, const std::string& head) {
-  return name.rfind(head + ".", 0) == 0;
-}
+bool in_head(const std::string& name, const std::string& head) { return name.rfind(head + ".", 0) == 0; }
 
 }  // namespace
 
@@ -66,8 +64,7 @@ ModelInfo default_model_info(const std::string& name, int channels) {
 }
 
 std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int channels) {
-  if (channels != 1 && channels != 3)
-    fail(ErrorKind::usage, "{channels}", "1 or 3", std::to_string(channels), "");
+  if (channels != 1 && channels != 3) fail(ErrorKind::usage, "{channels}", "1 or 3", std::to_string(channels), "");
   for (auto& e : kModels)
     if (name == e.name) return e.make(num_classes, channels);
   std::string list;
@@ -83,8 +80,35 @@ std::map<std::string, torch::Tensor> state_dict(const Model& model) {
   return out;
 }
 
-std::string load_weights(Model& model, const std::map<std::string, torch::Tensor>& tensors,
-                         bool allow_head_mismatch) {
+std::optional<std::string> zoo_model_for(const std::map<std::string, torch::Tensor>& tensors) {
+  for (const std::string& name : model_names())
+    for (int channels : {3, 1}) {
+      const auto model = make_model(name, 10, channels);
+      const std::string head = model->head_prefix();
+      std::map<std::string, torch::Tensor> own;
+      for (auto& p : model->named_parameters()) own[p.key()] = p.value();
+      for (auto& b : model->named_buffers()) own[b.key()] = b.value();
+      auto body_size = [&](const std::map<std::string, torch::Tensor>& m) {
+        std::size_t n = 0;
+        for (const auto& [k, v] : m) n += !in_head(k, head);
+        return n;
+      };
+      if (body_size(own) != body_size(tensors)) continue;
+      bool same = true;
+      for (const auto& [k, v] : own) {
+        if (in_head(k, head)) continue;
+        auto it = tensors.find(k);
+        if (it == tensors.end() || it->second.sizes() != v.sizes()) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return name;
+    }
+  return std::nullopt;
+}
+
+std::string load_weights(Model& model, const std::map<std::string, torch::Tensor>& tensors, bool allow_head_mismatch) {
   std::map<std::string, torch::Tensor> targets;
   for (auto& p : model.named_parameters()) targets[p.key()] = p.value();
   for (auto& b : model.named_buffers()) targets[b.key()] = b.value();
@@ -113,12 +137,19 @@ std::string load_weights(Model& model, const std::map<std::string, torch::Tensor
     return s;
   };
   if (!unknown.empty() || !missing.empty() || !mismatched.empty()) {
+    // Other names (not only other shapes): the weights of another zoo model, maybe.
+    const std::optional<std::string> theirs =
+        unknown.empty() && missing.empty() ? std::nullopt : zoo_model_for(tensors);
     std::string found;
     if (!unknown.empty()) found += "unknown tensors " + first(unknown);
     if (!missing.empty()) found += std::string(found.empty() ? "" : "; ") + "missing tensors " + first(missing);
     if (!mismatched.empty()) found += std::string(found.empty() ? "" : "; ") + "other shapes: " + first(mismatched);
-    fail(ErrorKind::invalid, "weights", "the tensor names and shapes of torchvision's model", found,
-         "export the weights of the same torchvision architecture (scripts/export-torchvision-weights.py)");
+    if (theirs)
+      fail(ErrorKind::invalid, "weights", "the tensor names and shapes of the model trained", found,
+           "these are " + *theirs + "'s weights: give {model} " + *theirs);
+    fail(ErrorKind::invalid, "weights", "the tensor names and shapes of the model trained", found,
+         "give weights of the same architecture (torchvision's or timm's names, a torch.save state dict or "
+         "safetensors), or leave {init} out to start from scratch");
   }
 
   torch::NoGradGuard no_grad;
@@ -127,7 +158,8 @@ std::string load_weights(Model& model, const std::map<std::string, torch::Tensor
     target.copy_(tensors.at(name).to(target.device(), target.scalar_type()));
   }
   if (!head_replaced) return "";
-  return "classifier head '" + head + "' has another number of classes in the weights; it was replaced by a "
+  return "classifier head '" + head +
+         "' has another number of classes in the weights; it was replaced by a "
          "freshly initialized one";
 }
 

@@ -1,7 +1,7 @@
 // Constructors of each model family (internal; the public entry point is make_model()).
 #pragma once
 
-#include "frugal/models.h"
+#include "frugal/models/models.h"
 
 namespace frugal::detail {
 

@@ -2,34 +2,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include "frugal/error.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
-
-const char* to_string(AmpMode mode) {
-  switch (mode) {
-    case AmpMode::fp16: return "fp16";
-    case AmpMode::bf16: return "bf16";
-    default: return "off";
-  }
-}
-
-AmpMode parse_amp(const std::string& text) {
-  if (text == "off") return AmpMode::off;
-  if (text == "fp16") return AmpMode::fp16;
-  if (text == "bf16") return AmpMode::bf16;
-  fail(ErrorKind::usage, "{amp}", "auto, fp16, bf16 or off", "'" + text + "'", "");
-}
-
-AmpMode choose_amp(const std::string& device_kind, int major, int minor) {
-  if (device_kind != "cuda") return AmpMode::off;
-  if (major >= 8) return AmpMode::bf16;
-  // fp16 tensor cores arrive with sm_70; sm_60 (P100) still runs fp16 at twice the fp32 rate, but
-  // consumer Pascal (sm_61/62: GTX 10x0, Jetson TX2) at 1/64 of it.
-  if (major >= 7 || (major == 6 && minor == 0)) return AmpMode::fp16;
-  return AmpMode::off;
-}
 
 AutocastGuard::AutocastGuard(torch::DeviceType device, AmpMode mode) : device_(device) {
   if (mode == AmpMode::off) return;
@@ -80,15 +56,24 @@ void LossScaler::update() {
 
 double LossScaler::scale_value() const { return scale_.item<float>(); }
 
+namespace {
+constexpr const char* kScaleKey = "loss_scaler.scale";
+constexpr const char* kGrowthKey = "loss_scaler.growth_tracker";
+}  // namespace
+
+const std::vector<std::string>& LossScaler::state_names() {
+  static const std::vector<std::string> names{kScaleKey, kGrowthKey};
+  return names;
+}
+
 std::map<std::string, torch::Tensor> LossScaler::state() const {
-  return {{"loss_scaler.scale", scale_.detach().cpu().clone()},
-          {"loss_scaler.growth_tracker", growth_tracker_.detach().cpu().clone()}};
+  return {{kScaleKey, scale_.detach().cpu().clone()}, {kGrowthKey, growth_tracker_.detach().cpu().clone()}};
 }
 
 void LossScaler::load_state(const std::map<std::string, torch::Tensor>& state) {
   torch::NoGradGuard no_grad;
-  if (auto it = state.find("loss_scaler.scale"); it != state.end()) scale_.copy_(it->second);
-  if (auto it = state.find("loss_scaler.growth_tracker"); it != state.end()) growth_tracker_.copy_(it->second);
+  if (auto it = state.find(kScaleKey); it != state.end()) scale_.copy_(it->second);
+  if (auto it = state.find(kGrowthKey); it != state.end()) growth_tracker_.copy_(it->second);
 }
 
 }  // namespace frugal

@@ -12,9 +12,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/cuda/CUDAContext.h>
 
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
 #include "frugal/gpu/plan.h"
 
 namespace frugal {
@@ -52,8 +52,10 @@ DevicePlan plan_device(const std::string& device, const std::string& amp, const 
     if (!why.empty() && !automatic)
       fail(ErrorKind::usage, "{device} " + device, "a GPU this build has kernels for", why,
            "run `frugal doctor` for a LibTorch that supports it, or use {device} cpu");
-    if (why.empty()) p.cuda = index;
-    else p.note = "device: cpu, not the GPU ({device} auto: " + why + "; `frugal doctor` says which LibTorch would)";
+    if (why.empty())
+      p.cuda = index;
+    else
+      p.note = "device: cpu, not the GPU ({device} auto: " + why + "; `frugal doctor` says which LibTorch would)";
   } else if (index >= 0 && !automatic) {
     fail(ErrorKind::usage, "{device} " + device, "a CUDA GPU", "none usable by this build",
          "use {device} cpu or auto; run `frugal doctor` to see why");
@@ -108,12 +110,12 @@ bool cpu_has_native_bf16() {
   __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));  // which register states the OS saves
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   const unsigned max_subleaf = a;
-  const bool os_amx = (xcr0_lo & (3u << 17)) == (3u << 17);   // XTILECFG, XTILEDATA
-  const bool os_avx512 = (xcr0_lo & 0xe6u) == 0xe6u;          // SSE, AVX, opmask, ZMM state
-  const bool amx_bf16 = os_amx && (d & (1u << 22));           // CPUID.(7,0):EDX[22]
+  const bool os_amx = (xcr0_lo & (3u << 17)) == (3u << 17);  // XTILECFG, XTILEDATA
+  const bool os_avx512 = (xcr0_lo & 0xe6u) == 0xe6u;         // SSE, AVX, opmask, ZMM state
+  const bool amx_bf16 = os_amx && (d & (1u << 22));          // CPUID.(7,0):EDX[22]
   bool avx512_bf16 = false;
   if (max_subleaf >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = os_avx512 && (a & (1u << 5));
-  return amx_bf16 || avx512_bf16;                              // CPUID.(7,1):EAX[5]
+  return amx_bf16 || avx512_bf16;  // CPUID.(7,1):EAX[5]
 #else
   return false;
 #endif
@@ -128,8 +130,9 @@ double gpu_memory_fraction(std::uint64_t bytes, std::uint64_t used, std::uint64_
     fail(ErrorKind::budget, "{gpu_memory}", "at most the GPU's " + format_size(total), format_size(bytes),
          "give a smaller {gpu_memory}");
   if (bytes <= used)
-    fail(ErrorKind::budget, "{gpu_memory} " + format_size(bytes), "more than the " + format_size(used) +
-         " the CUDA context and other buffers already hold", format_size(bytes), "give a larger {gpu_memory}");
+    fail(ErrorKind::budget, "{gpu_memory} " + format_size(bytes),
+         "more than the " + format_size(used) + " the CUDA context and other buffers already hold", format_size(bytes),
+         "give a larger {gpu_memory}");
   return static_cast<double>(bytes - used) / static_cast<double>(total);
 }
 

@@ -7,24 +7,24 @@
 #include <cstdint>
 #include <string>
 
-#include "frugal/doctor.h"
-#include "frugal/train.h"
+#include "frugal/util/doctor.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 
 // What the device choice depends on, gathered by cuda_facts() or made up by tests.
 struct CudaFacts {
-  int devices = 0;            // CUDA devices LibTorch can use (0: none, or a CPU-only LibTorch)
-  std::string name;           // the device asked for (auto: device 0)
-  int major = 0, minor = 0;   // its compute capability
-  BuildArchs torch_archs;     // LibTorch's kernels (libtorch_cuda.so's fatbinary); empty: not known
+  int devices = 0;           // CUDA devices LibTorch can use (0: none, or a CPU-only LibTorch)
+  std::string name;          // the device asked for (auto: device 0)
+  int major = 0, minor = 0;  // its compute capability
+  BuildArchs torch_archs;    // LibTorch's kernels (libtorch_cuda.so's fatbinary); empty: not known
 };
 CudaFacts cuda_facts(int index);
 
 struct DevicePlan {
-  int cuda = -1;             // CUDA device index; -1: the CPU
+  int cuda = -1;  // CUDA device index; -1: the CPU
   AmpMode amp = AmpMode::off;
-  std::string note;          // one line for the log when auto fell back to the CPU
+  std::string note;  // one line for the log when auto fell back to the CPU
 };
 
 // --device and --amp resolved, a pure function of the facts:

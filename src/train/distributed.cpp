@@ -10,21 +10,26 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
-#include "frugal/error.h"
-#include "frugal/settings_text.h"
-#include "frugal/terminal.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/util/settings_text.h"
+#include "frugal/util/terminal.h"
+#include "frugal/train/launch.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {
@@ -39,8 +44,11 @@ class C10dGroup : public ProcessGroup {
  public:
   C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<c10d::Backend> pg,
             c10::intrusive_ptr<c10d::Backend> control, bool cuda, std::chrono::milliseconds timeout)
-      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), control_(std::move(control)),
-        cuda_(cuda), timeout_(timeout) {}
+      : ProcessGroup(std::move(env), std::move(backend)),
+        pg_(std::move(pg)),
+        control_(std::move(control)),
+        cuda_(cuda),
+        timeout_(timeout) {}
 
   void control_all_reduce_sum(torch::Tensor& t) override {
     run("all-reduce", [&] {
@@ -73,8 +81,10 @@ class C10dGroup : public ProcessGroup {
       // timeout would make it poll until done); a peer that stops answering is NCCL's watchdog's
       // to end, after the group's timeout. Gloo: the CPU waits, at most the timeout.
       for (auto& w : works) {
-        if (cuda_) w->wait();
-        else w->wait(timeout_);
+        if (cuda_)
+          w->wait();
+        else
+          w->wait(timeout_);
       }
       torch::NoGradGuard no_grad;
       for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -90,8 +100,10 @@ class C10dGroup : public ProcessGroup {
         c10d::BroadcastOptions o;
         o.rootRank = root;
         auto work = pg_->broadcast(one, o);
-        if (cuda_) work->wait();
-        else work->wait(timeout_);
+        if (cuda_)
+          work->wait();
+        else
+          work->wait(timeout_);
         if (!one[0].is_same(t)) {
           torch::NoGradGuard no_grad;
           t.copy_(one[0]);
@@ -137,8 +149,9 @@ int env_int(const std::function<const char*(const char*)>& getenv, const char* n
   const char* v = getenv(name);
   if (!v || !*v) {
     if (absent) return *absent;
-    fail(ErrorKind::usage, std::string("environment variable ") + name, "set by the launcher (torchrun) for a run of several processes",
-         "none", "start the ranks with torchrun ({nproc} N does), or unset WORLD_SIZE for one process");
+    fail(ErrorKind::usage, std::string("environment variable ") + name,
+         "set by the launcher (torchrun) for a run of several processes", "none",
+         "start the ranks with torchrun ({nproc} N does), or unset WORLD_SIZE for one process");
   }
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
@@ -174,7 +187,98 @@ std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*
   return e;
 }
 
-std::optional<DistEnv> dist_env() { return dist_env_from([](const char* n) { return std::getenv(n); }); }
+std::optional<DistEnv> dist_env() {
+  return dist_env_from([](const char* n) { return std::getenv(n); });
+}
+
+// The raw variables, unvalidated: deciding who prints and records an exit code must not fail
+// (dist_env() refuses a bad environment with its message, in the session).
+LaunchedAs launched_as() {
+  LaunchedAs out;
+  out.torchrun_rank = std::getenv("WORLD_SIZE") != nullptr;
+  const char* rank = std::getenv("RANK");
+  out.rank0 = !rank || std::string(rank) == "0";
+  return out;
+}
+
+namespace {
+
+// PyTorch's launcher starts N ranks of this same command on this machine (torchrun --standalone
+// picks a free port). torchrun exits 1 when any rank exits non-zero, 75 included: rank 0 leaves its
+// exit code in a file (FRUGAL_RANK0_EXIT_FILE) and the launching command exits with it.
+// SIGINT/SIGTERM reach torchrun (which passes them to the ranks: they stop together, saved).
+pid_t g_torchrun = 0;
+void forward_signal(int sig) {
+  if (g_torchrun > 0) ::kill(g_torchrun, sig);
+}
+
+}  // namespace
+
+int run_torchrun(int nproc, const std::vector<std::string>& rank_args) {
+  if (launched_as().torchrun_rank)
+    fail(ErrorKind::usage, "{nproc}", "a command that starts the ranks", "a rank of a run torchrun started already",
+         "leave out {nproc} when launching with torchrun");
+  std::string self(4096, '\0');
+  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0) fail(ErrorKind::io, "/proc/self/exe", "this program's path", "none", "run torchrun yourself (README)");
+  self.resize(static_cast<std::size_t>(n));
+  std::vector<std::string> cmd{
+      "torchrun", "--standalone", "--nproc-per-node", std::to_string(nproc), "--no-python", "--", self, "train"};
+  cmd.insert(cmd.end(), rank_args.begin(), rank_args.end());
+  char exit_file[] = "/tmp/frugal-rank0-exit-XXXXXX";
+  int fd = ::mkstemp(exit_file);
+  if (fd < 0) fail(ErrorKind::io, "/tmp", "room for a temporary file", std::strerror(errno), "");
+  ::close(fd);
+  std::vector<char*> ptrs;
+  for (auto& a : cmd) ptrs.push_back(a.data());
+  ptrs.push_back(nullptr);
+  std::fflush(nullptr);
+  int pipefd[2];  // the child reports a failed exec through it
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) fail(ErrorKind::io, "pipe", "a pipe", std::strerror(errno), "");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("FRUGAL_RANK0_EXIT_FILE", exit_file, 1);
+    ::execvp("torchrun", ptrs.data());
+    int e = errno;
+    [[maybe_unused]] auto w = ::write(pipefd[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  int exec_errno = 0;
+  const bool exec_failed = pid > 0 && ::read(pipefd[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
+  ::close(pipefd[0]);
+  if (pid < 0 || exec_failed) {
+    ::unlink(exit_file);
+    fail(ErrorKind::usage, "{nproc} " + std::to_string(nproc), "PyTorch's torchrun on the PATH to start the ranks",
+         std::string("none (") + std::strerror(pid < 0 ? errno : exec_errno) + ")",
+         "put the Python environment that has torch on the PATH (the set-up's: .venv/bin), or run torchrun yourself");
+  }
+  g_torchrun = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (std::FILE* f = std::fopen(exit_file, "r")) {
+    int rank0 = -1;
+    if (std::fscanf(f, "%d", &rank0) == 1 && rank0 >= 0) rc = rank0;
+    std::fclose(f);
+  }
+  ::unlink(exit_file);
+  return rc;
+}
+
+void record_rank0_exit(int rc) {
+  const char* file = std::getenv("FRUGAL_RANK0_EXIT_FILE");
+  const LaunchedAs launched = launched_as();
+  if (!file || !launched.torchrun_rank || !launched.rank0) return;
+  if (std::FILE* f = std::fopen(file, "w")) {
+    std::fprintf(f, "%d\n", rc);
+    std::fclose(f);
+  }
+}
 
 namespace {
 
@@ -220,7 +324,8 @@ void wait_for_store(const DistEnv& env, std::chrono::steady_clock::time_point de
     if (accepts_connections(env.master_addr, env.master_port, std::chrono::milliseconds(200))) return;
     // Said by every rank, not only rank 0 (a rank left waiting is what the user must see), once the
     // wait is longer than ranks starting a moment apart take.
-    if (!said && std::chrono::steady_clock::now() - started >= std::min<std::chrono::milliseconds>(timeout / 2, std::chrono::seconds(10))) {
+    if (!said && std::chrono::steady_clock::now() - started >=
+                     std::min<std::chrono::milliseconds>(timeout / 2, std::chrono::seconds(10))) {
       const std::string line = "frugal: rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) +
                                ": waiting up to " + std::to_string(timeout.count() / 1000) +
                                " s for the rendezvous at " + where + " ({dist_timeout})";
@@ -274,7 +379,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = timeout;
       pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>("frugal/data", store),
-                                                        env.rank, env.world, o);
+                                                       env.rank, env.world, o);
       name = "nccl " + c10d::getNcclVersion();
 #else
       fail(ErrorKind::usage, "device " + device.str(), "a build with NCCL to train on several GPUs", "none",

@@ -68,7 +68,7 @@ class ProcessGroup {
   // and back. One collective per bucket.
   void all_reduce_gradients(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra);
 
-  double comm_seconds() const { return comm_seconds_; }  // time spent in collectives so far
+  double comm_seconds() const { return comm_seconds_; }          // time spent in collectives so far
   double gradient_seconds() const { return gradient_seconds_; }  // of which in all_reduce_gradients
   // Gradient reductions that found backward's results already in the buckets (no copy).
   std::int64_t in_place_reductions() const { return in_place_; }

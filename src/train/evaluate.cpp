@@ -9,12 +9,12 @@
 #include <cmath>
 #include <map>
 
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/evaluate.h"
-#include "frugal/train.h"
-#include "frugal/oom.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/train/train.h"
+#include "frugal/data/oom.h"
 #include "train/device.h"
 
 namespace frugal {
@@ -75,15 +75,16 @@ ClassMatch match_classes(const std::vector<std::string>& model_classes, const st
       auto it = model_bare.find(u);
       return it == model_bare.end() ? "" : it->second;
     };
-    const bool prefixed = std::all_of(unknown.begin(), unknown.end(),
-                                      [&](const std::string& u) { return !counterpart(u).empty(); });
-    std::string hint = "the model's classes: " + first_names(model_classes) + "; the data's: " + first_names(data_classes);
+    const bool prefixed =
+        std::all_of(unknown.begin(), unknown.end(), [&](const std::string& u) { return !counterpart(u).empty(); });
+    std::string hint =
+        "the model's classes: " + first_names(model_classes) + "; the data's: " + first_names(data_classes);
     hint += prefixed ? "; the names differ by a number prefix (\"" + unknown[0] + "\" where the model has \"" +
                            counterpart(unknown[0]) + "\"): name the classes of both sets alike"
                      : "; evaluate on data with the model's class names";
     fail(ErrorKind::invalid, data_name, "classes the model knows",
-         std::to_string(unknown.size()) + (unknown.size() == 1 ? " class" : " classes") + " it does not: " +
-             first_names(quoted, 3),
+         std::to_string(unknown.size()) + (unknown.size() == 1 ? " class" : " classes") +
+             " it does not: " + first_names(quoted, 3),
          hint);
   }
   for (std::size_t i = 0; i < model_classes.size(); ++i)
@@ -91,26 +92,22 @@ ClassMatch match_classes(const std::vector<std::string>& model_classes, const st
   return m;
 }
 
-nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
-  nlohmann::json per = nlohmann::json::object();
-  for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)
-    per[classes[i]] = std::isnan(per_class[i]) ? nlohmann::json(nullptr) : nlohmann::json(per_class[i]);
-  return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
-}
-
 EvalResult evaluate(Model& model, BatchSource& loader, int num_classes, const StepOptions& options, EvalOptions* eval) {
   loader.start(0, 0);
-  return evaluate(model, [&](torch::Tensor& images, torch::Tensor& labels) {
-    auto b = loader.next();
-    if (!b) return false;
-    images = b->images;
-    labels = b->labels;
-    return true;
-  }, num_classes, options, eval);
+  return evaluate(
+      model,
+      [&](torch::Tensor& images, torch::Tensor& labels) {
+        auto b = loader.next();
+        if (!b) return false;
+        images = b->images;
+        labels = b->labels;
+        return true;
+      },
+      num_classes, options, eval);
 }
 
-EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch, int num_classes,
-                    const StepOptions& options, EvalOptions* eval) {
+EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
+                    int num_classes, const StepOptions& options, EvalOptions* eval) {
   EvalOptions local;
   EvalOptions& e = eval ? *eval : local;
   torch::NoGradGuard no_grad;
@@ -138,7 +135,8 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         }
         // Every temporary first: a chunk that runs out of memory must add nothing.
         auto loss = torch::nn::functional::cross_entropy(
-            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kFloat64);
+                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                        .to(torch::kFloat64);
         auto hit = (logits.argmax(1) == y).to(torch::kInt64);
         auto ones = torch::ones_like(y);
         loss_sum += loss;
@@ -184,14 +182,17 @@ EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, 
                     EvalOptions* eval) {
   torch::Tensor remap = match.remap();
   source.start(0, 0);
-  EvalResult r = evaluate(model, [&](torch::Tensor& images, torch::Tensor& labels) {
-    auto b = source.next();
-    if (!b) return false;
-    if (remap.device() != b->labels.device()) remap = remap.to(b->labels.device());
-    images = b->images;
-    labels = remap.index_select(0, b->labels);
-    return true;
-  }, match.model_classes, options, eval);
+  EvalResult r = evaluate(
+      model,
+      [&](torch::Tensor& images, torch::Tensor& labels) {
+        auto b = source.next();
+        if (!b) return false;
+        if (remap.device() != b->labels.device()) remap = remap.to(b->labels.device());
+        images = b->images;
+        labels = remap.index_select(0, b->labels);
+        return true;
+      },
+      match.model_classes, options, eval);
   if (!r.per_class.empty()) {  // the model's outputs -> the data's classes
     std::vector<double> per;
     for (auto i : match.to_model) per.push_back(r.per_class[static_cast<std::size_t>(i)]);

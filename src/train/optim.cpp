@@ -1,8 +1,8 @@
 // Optimizers with decay / no-decay groups, the learning-rate schedule, and freezing.
 #include <cmath>
 
-#include "frugal/error.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 
@@ -78,14 +78,6 @@ OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
   }
   create_state(*setup.optimizer);
   return setup;
-}
-
-double cosine_lr(double base, std::int64_t step, std::int64_t warmup, std::int64_t total, double min_factor) {
-  if (warmup > 0 && step < warmup) return base * static_cast<double>(step + 1) / static_cast<double>(warmup);
-  if (total <= warmup) return base;
-  double t = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
-  double factor = min_factor + (1.0 - min_factor) * 0.5 * (1.0 + std::cos(M_PI * t));
-  return base * factor;
 }
 
 void set_lr(torch::optim::Optimizer& optimizer, double lr) {

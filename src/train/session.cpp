@@ -9,23 +9,27 @@
 #include <cmath>
 #include <optional>
 
-#include "frugal/budget.h"
-#include "frugal/checkpoint.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/gpu_loader.h"
-#include "frugal/image.h"
-#include "frugal/progress.h"
-#include "frugal/run_folder.h"
-#include "frugal/train.h"
-#include "frugal/units.h"
+#include "frugal/budget/budget.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/checkpoint/weights_file.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/data/gpu_loader.h"
+#include "frugal/image/image.h"
+#include "frugal/util/progress.h"
+#include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/train/train.h"
+#include "frugal/util/units.h"
 #include "train/device.h"
+#include "train/collective.h"
 #include "train/distributed.h"
-#include "train/events.h"
-#include "train/global_batch.h"
-#include "train/schedule.h"
-#include "train/train_log.h"
+#include "train/run_state.h"
+#include "frugal/run/events.h"
+#include "frugal/run/global_batch.h"
+#include "frugal/run/stop_policy.h"
+#include "frugal/budget/time_budget.h"
+#include "frugal/run/train_log.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -51,7 +55,8 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 // again.
 class Session {
  public:
-  Session(const TrainConfig& c, Env& env) : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
+  Session(const TrainConfig& c, Env& env)
+      : c_(c), env_(env), run_dir_(c.run), last_save_(env.steady_now()), session_start_(last_save_) {}
   ~Session() {
     if (c_.sync_bn) set_batch_norm_sync(nullptr);
   }
@@ -61,29 +66,37 @@ class Session {
   SessionOutcome train();
   void claim_run_folder();
   void open_data();
+  void choose_decode();
   void build_model();
+  std::string choose_model(const std::map<std::string, torch::Tensor>& init);
+  void check_scripted_model();
   void check_memory() const;
   void check_fits_model() const;
   void prepare_resume();
   void begin_writing();
+  // The epoch loop and its parts, in the order a step goes through them.
+  struct NextStep {
+    Batches batches;
+    std::int64_t samples = 0, position = 0;  // the loader's position after them
+  };
   bool train_epoch(std::int64_t epoch, std::int64_t position);
+  void start_epoch(std::int64_t epoch, std::int64_t position);
+  bool plan_ends_here();
+  NextStep next_batches(std::int64_t position);
+  Collective::StepPlan agree_on_step(const NextStep& next);
+  StepResult run_step(const NextStep& next, const Collective::StepPlan& plan);
+  void account(std::int64_t epoch, const StepResult& r);
+  bool cadence_due(std::int64_t step);
+  bool save_due(const Collective::StepPlan& plan);
   void end_of_epoch(std::int64_t epoch);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait);
   void save(const Checkpoint& ckpt, bool wait);
   void join_group();
   void average_buffers();
-  struct StepShare {  // what every rank agrees on before a step
-    bool stop = false;
-    std::int64_t samples = 0, total_steps = 0;
-    double lr = 0;
-    bool save_after = false;
-  };
-  StepShare share_step(bool stop, std::int64_t samples, double lr, bool save_after);
-  std::int64_t from_rank0(std::int64_t value);
   void fits_one_step_together();
-  bool rank0() const { return !dist_ || dist_->rank() == 0; }
-  int world() const { return dist_ ? dist_->world() : 1; }
+  bool rank0() const { return !group_ || group_->rank0(); }
+  int world() const { return group_ ? group_->world() : 1; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * world(); }
   void check_disk_budget();
   void check_free_space();
@@ -94,19 +107,25 @@ class Session {
   void log_scalar(const char* tag, double value);
   void log_write_failed(const char* what, const Error& e);
   SessionOutcome stopped();
+  SessionOutcome outcome(SessionOutcome::Status status, std::int64_t resumable_step) const;
   bool should_stop(bool eval_due);
   void start_time_budget();
   void update_plan(bool after_eval);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
   void write_config();
 
-  TrainConfig c_;  // a copy: --decode auto is resolved in it
+  // Constant after construction.
+  TrainConfig c_;  // a copy: --decode auto and the epochs mode are resolved in it
   Env& env_;
   fs::path run_dir_;
-  std::vector<fs::path> created_;   // folders this session made for the run, deepest first
-  std::optional<FileLock> lock_;    // on the run folder, held for the session's life (rank 0)
+
+  // Made before training and constant during it: the run's rooms and resources.
+  RunIdentity identity_;           // built once the data and the world size are known
+  std::vector<fs::path> created_;  // folders this session made for the run, deepest first
+  std::optional<FileLock> lock_;   // on the run folder, held for the session's life (rank 0)
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
+  std::map<std::string, std::uint64_t> skipped_, val_skipped_;  // files left out, by reason (the outcome)
   ModelInfo info_;
   torch::Device device_{torch::kCPU};
   AmpMode amp_ = AmpMode::off;
@@ -115,41 +134,47 @@ class Session {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<TrainStep> step_;
   StepOptions step_options_;
-  EvalOptions eval_options_;  // the evaluation chunk that fits, kept across epochs
+  EvalOptions eval_options_;                   // the evaluation chunk that fits, kept across epochs
   std::unique_ptr<BatchSource> train_loader_;  // the CPU Loader, or the GpuLoader with --decode gpu
   std::unique_ptr<Loader> val_loader_;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<CheckpointWriter> writer_;
   std::unique_ptr<DiskBudget> budget_;
-  std::optional<Deadline> deadline_;
-  SignalGuard signals_;
+  std::optional<StopPolicy> stop_;  // deadline, signals and the costs they are decided from; made first
   std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
-  std::optional<DistEnv> dist_env_;        // launched by torchrun as one of several ranks
-  std::unique_ptr<ProcessGroup> dist_;     // joined once the device is known
-  Env::SteadyTime last_save_;
-  Env::SteadyTime session_start_;  // this session's time counts against a time budget
-  std::optional<TimeBudget> time_budget_;
-  std::optional<Env::SteadyTime> step_end_;  // the last step's end, for the time budget's step cost
-  std::int64_t noted_total_ = 0;  // the planned steps the log last told
-  nlohmann::json saved_plan_;  // the resumed checkpoint's time budget (null: none)
-  fs::path resume_file_;       // the checkpoint resumed from (its file name)
-  std::vector<std::string> pending_records_;  // plan records made before the run folder may change
+  std::optional<DistEnv> dist_env_;                  // launched by torchrun as one of several ranks
+  std::unique_ptr<Collective> group_;                // the run's other processes (solo: none), once the device is known
+  TimeBudget* time_budget_ = nullptr;                // epochs auto: stop_'s plan
+  nlohmann::json saved_plan_;                        // the resumed checkpoint's time budget (null: none)
+  fs::path resume_file_;                             // the checkpoint resumed from (its file name)
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
   std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured before training
-  std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
+  std::int64_t start_epoch_ = 0, start_position_ = 0, steps_per_epoch_ = 0;
 
-  std::int64_t start_epoch_ = 0, start_position_ = 0, global_step_ = 0, steps_per_epoch_ = 0, total_steps_ = 0;
-  std::int64_t session_steps_ = 0;
+  // Per session: where the run stands and what the session has told and written.
+  Env::SteadyTime last_save_;
+  Env::SteadyTime session_start_;  // this session's time counts against a time budget
+  std::int64_t global_step_ = 0, total_steps_ = 0, session_steps_ = 0;
   double last_lr_ = 0;
-  double whole_save_seconds_ = -1;  // the longest waited-for save of this session; -1: none yet
-  double epoch_loss_sum_ = 0;  // over this session's steps of the current epoch (finite losses)
-  double step_seconds_ = 0, comm_at_epoch_start_ = 0, gradient_at_epoch_start_ = 0;  // this epoch's steps (with their agreement) and collectives
-  std::int64_t epoch_loss_samples_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
+  std::int64_t epochs_done_ = 0;              // epochs completed, earlier sessions included
+  std::int64_t noted_total_ = 0;              // the planned steps the log last told
+  std::vector<std::string> pending_records_;  // plan records made before the run folder may change
+  std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
   std::string stop_reason_;
   bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
+
+  // Per epoch.
+  std::int64_t step_in_epoch_ = 0;
+  double epoch_loss_sum_ = 0;  // over this session's steps of the current epoch (finite losses)
+  std::int64_t epoch_loss_samples_ = 0;
+  double step_seconds_ = 0, comm_at_epoch_start_ = 0,
+         gradient_at_epoch_start_ = 0;  // this epoch's steps (with their agreement) and collectives
+
+  // Per step.
+  Env::SteadyTime agreed_from_{};  // the step's agreement began (step_seconds_ counts from it)
 };
 
 // Room kept for what the trainer writes besides checkpoints (config.json, metrics.jsonl, events).
@@ -158,53 +183,136 @@ constexpr std::uint64_t kLogReserve = 1ull << 20;
 void Session::open_data() {
   DatasetOptions d;
   d.label_pattern = c_.label_pattern;
+  d.labels = c_.labels;
+  d.label_columns = c_.label_columns;
+  d.images_dir = c_.images_dir;
+  d.class_names = c_.class_names;
   d.max_pixels = static_cast<std::uint64_t>(c_.max_pixels);
   d.max_bad_fraction = c_.max_bad_fraction;
   d.channels = c_.channels;
   d.name_encoding = c_.name_encoding;
-  auto all = Dataset::open(c_.data, d);
+  d.exif_orientation = c_.exif_orientation;
+  d.cache_decompressed = c_.cache_decompressed;
+  if (c_.disk_budget) d.decompressed_max_bytes = c_.disk_budget.bytes;
+  DatasetOptions data_options = d;
+  data_options.root = c_.data_root;  // --data's alone: --val names its own folder
+  auto all = Dataset::open(c_.data, data_options);
   classes_ = all->classes();
+  // Every file left out is counted by reason at the start, not found missing at the end.
+  auto say_used = [&](const std::string& path, const Dataset& ds) {
+    note(path + ": " + count(ds.size(), "image", "images") + " in " + count(ds.classes().size(), "class", "classes") +
+         "; skipped: " + ds.skipped().summary());
+  };
+  say_used(c_.data, *all);
+  const SkipReport skipped = all->skipped();
+  skipped_ = skipped.counts;
   // One class trains to loss 0 and "100%" without learning anything.
-  if (classes_.size() < 2)
-    fail(ErrorKind::invalid, c_.data, "images of at least 2 classes to train a classifier",
-         classes_.empty() ? std::string("no class") : "only class \"" + classes_[0] + "\"",
+  if (classes_.size() < 2) {
+    std::string found = classes_.empty() ? std::string("no class") : "only class \"" + classes_[0] + "\"";
+    for (const auto& [name, why] : skipped.empty_classes)
+      found += "; class \"" + name + "\" had no image frugal reads: " + why;
+    fail(ErrorKind::invalid, c_.data, "images of at least 2 classes to train a classifier", found,
          "add images of other classes (one folder per class, labels.csv or a label pattern)");
-  if (!c_.val.empty()) {
+  }
+  // A top level of train/ val/ test/: trained on train/, validated on the validation folder unless
+  // --val names other data; the split names are never classes.
+  const bool val_folder = c_.val.empty() && !all->validation_folder().empty();
+  if (!all->split_folder().empty())
+    note(c_.data + ": its top level is split folders: training on " + all->split_folder() +
+         (val_folder ? ", validating on " + all->validation_folder() : std::string()));
+  if (val_folder) {
+    d.channels = all->channels();
+    data_options.channels = d.channels;
+    data_options.split = SplitFolder::validation;
+    train_ = all;
+    val_ = Dataset::open(c_.data, data_options);
+    say_used(c_.data + ":" + all->validation_folder(), *val_);
+    val_skipped_ = val_->skipped().counts;
+    if (val_->classes() != classes_)
+      fail(ErrorKind::invalid, c_.data + ":" + all->validation_folder(), "the classes of " + all->split_folder(),
+           count(val_->classes().size(), "class", "classes") + ", not all matching",
+           "make the two folders hold the same classes, or give {val}");
+  } else if (!c_.val.empty()) {
     d.channels = all->channels();
     train_ = all;
     val_ = Dataset::open(c_.val, d);
+    say_used(c_.val, *val_);
+    val_skipped_ = val_->skipped().counts;
     if (val_->classes() != classes_)
-      fail(ErrorKind::invalid, c_.val, "the same classes as " + c_.data, count(val_->classes().size(), "class", "classes") +
-           ", not all matching", "give a validation archive with the same class names");
+      fail(ErrorKind::invalid, c_.val, "the same classes as " + c_.data,
+           count(val_->classes().size(), "class", "classes") + ", not all matching",
+           "give a validation archive with the same class names");
   } else {
     double f = c_.val_split > 0 ? c_.val_split : 0.05;
     std::tie(train_, val_) = all->split_val(f);
     if (c_.val_split <= 0) note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
   }
   if (train_->size() == 0) fail(ErrorKind::invalid, c_.data, "training images", "none", "check {data}");
-  // --decode: an impossible `gpu` is a usage error naming what is missing; `auto` takes the GPU
-  // only when this build, machine and data can.
-  if (c_.decode == DecodeChoice::automatic) {
-    if (c_.device.kind == DeviceKind::cpu) {
-      note("decode: cpu ({device} cpu)");
-      c_.decode = DecodeChoice::cpu;
-    } else {
-      DecodeSelection sel = select_decode("auto", *train_);
-      note("decode: " + sel.reason);
-      c_.decode = sel.gpu ? DecodeChoice::gpu : DecodeChoice::cpu;
-    }
-  } else if (c_.decode == DecodeChoice::gpu) {
-    if (c_.device.kind == DeviceKind::cpu)
-      fail(ErrorKind::usage, "decode gpu", "a CUDA device to train on", "device cpu",
-           "train on cuda (or auto), or decode on the cpu");
+}
+
+// --decode, once the device is known: `gpu` needs a CUDA device (else a usage error naming the
+// device) and a machine and build that can (else select_decode's usage error naming what is
+// missing); `auto` takes the GPU only when all of that and the data allow.
+void Session::choose_decode() {
+  if (c_.decode == DecodeChoice::cpu) return;
+  if (c_.decode == DecodeChoice::gpu) {
+    if (!device_.is_cuda())
+      fail(ErrorKind::usage, "{decode} gpu", "a CUDA device to train on", "{device} " + device_.str(),
+           "train on cuda (or auto on a machine with a GPU), or decode on the cpu");
     note("decode: " + select_decode("gpu", *train_).reason);
+    return;
   }
+  if (c_.device.kind == DeviceKind::cpu) {
+    note("decode: cpu ({device} cpu)");
+    c_.decode = DecodeChoice::cpu;
+    return;
+  }
+  DecodeSelection sel = select_decode("auto", *train_);
+  note("decode: " + sel.reason);
+  c_.decode = sel.gpu && device_.is_cuda() ? DecodeChoice::gpu : DecodeChoice::cpu;
+}
+
+// With no --model: the zoo model whose names and shapes --init's weights have, else cnn; either
+// way the log says the model, its image size and why. Returns the why.
+std::string Session::choose_model(const std::map<std::string, torch::Tensor>& init) {
+  if (!c_.model.empty()) return "{model}";
+  if (!c_.init.empty()) {
+    const std::optional<std::string> theirs = zoo_model_for(init);
+    std::string zoo;
+    for (const std::string& name : zoo_model_names()) zoo += (zoo.empty() ? "" : ", ") + name;
+    if (!theirs)
+      fail(ErrorKind::usage, c_.init, "the weights of a zoo model (" + zoo + ") to choose the model by",
+           "the names and shapes of none of them", "give {model} NAME, the model these weights are for");
+    c_.model = *theirs;
+    return "chosen by {init}: its weights have " + *theirs + "'s names and shapes";
+  }
+  c_.model = "cnn";
+  return "the default; {model} not given";
 }
 
 void Session::build_model() {
-  info_ = default_model_info(c_.model, train_->channels());
+  std::map<std::string, torch::Tensor> init;
+  if (!c_.init.empty()) init = load_checkpoint_or_weights(c_.init);
+  const std::string why = choose_model(init);
+  std::shared_ptr<Model> scripted;  // --model FILE.pt
+  if (names_module_file(c_.model)) {
+    if (c_.deterministic) set_torchscript_optimized(false);
+    ScriptedModule m = load_torchscript(c_.model);
+    scripted = m.model;
+    info_ = torchscript_model_info(c_.model, m.sha256, train_->channels());
+  } else {
+    info_ = default_model_info(c_.model, train_->channels());
+  }
   info_.classes = classes_;
   if (c_.image_size > 0) info_.image_size = c_.image_size;
+  // Photos shrunk to a 28 px cnn train badly without a word: say what fits them.
+  const int native = train_->native_size();
+  const bool photos_small = why != "{model}" && c_.image_size <= 0 && native >= 2 * info_.image_size && native >= 96;
+  note("model: " + c_.model + " at " + std::to_string(info_.image_size) + " px (" + why +
+       (c_.image_size > 0 ? "; {image_size}" : "; its default image size") + ")" +
+       (photos_small ? "; these images are about " + std::to_string(native) +
+                           " px: for photos give {model} resnet18 or efficientnet_b0 (224 px)"
+                     : ""));
 
   // Several ranks on one machine: each takes the GPU of its LOCAL_RANK (cuda and auto alike).
   std::string device = c_.device.text();
@@ -218,14 +326,17 @@ void Session::build_model() {
   if (!device_.is_cuda() && amp_ == AmpMode::off && !c_.amp && cpu_has_native_bf16())
     note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): {amp} bf16 trains faster (cnn: 1.4x on 2 cores)");
   if (!device_.is_cuda() && amp_ == AmpMode::bf16 && !cpu_has_native_bf16())
-    note("warning: this CPU has no bf16 instructions, so {amp} bf16 is emulated and slower than {amp} off");
+    warn("this CPU has no bf16 instructions, so {amp} bf16 is emulated and slower than {amp} off");
 
   torch::manual_seed(c_.seed);
-  model_ = make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
+  model_ = scripted ? scripted : make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
   check_memory();
-  check_fits_model();
+  if (scripted)
+    check_scripted_model();
+  else
+    check_fits_model();
   if (!c_.init.empty()) {
-    auto msg = load_weights(*model_, load_checkpoint_or_weights(c_.init), /*allow_head_mismatch=*/true);
+    auto msg = load_weights(*model_, init, /*allow_head_mismatch=*/true);
     note("initialized from " + c_.init + (msg.empty() ? "" : ": " + msg));
   }
   if (!c_.freeze.empty()) note("froze " + count(freeze(*model_, c_.freeze), "tensor", "tensors"));
@@ -289,10 +400,12 @@ void Session::check_memory() const {
   if (have == 0 || (need <= static_cast<double>(have) && !too_many_elements)) return;
   const double h = static_cast<double>(have);
   auto fit_side = static_cast<std::int64_t>(std::sqrt(h / (per_pixel * static_cast<double>(batch))));
-  fit_side = std::min<std::int64_t>(fit_side, static_cast<std::int64_t>(std::sqrt(2147483647.0 / static_cast<double>(channels))));
+  fit_side = std::min<std::int64_t>(fit_side,
+                                    static_cast<std::int64_t>(std::sqrt(2147483647.0 / static_cast<double>(channels))));
   auto fit_batch = static_cast<std::int64_t>(h / (per_pixel * pixels));
   std::string fix = "an image size of at most " + std::to_string(fit_side) + " at this batch size";
-  if (fit_batch >= 1 && !too_many_elements) fix += ", or a batch size of at most " + std::to_string(fit_batch) + " at this image size";
+  if (fit_batch >= 1 && !too_many_elements)
+    fix += ", or a batch size of at most " + std::to_string(fit_batch) + " at this image size";
   fail(ErrorKind::budget, c_.model + " at image size " + std::to_string(side) + ", batch " + std::to_string(batch),
        "memory for one training step (at least " + format_size(static_cast<std::uint64_t>(std::min(need, 1.8e19))) +
            ": the batch's images, as input, and the first layer's output and gradient)",
@@ -301,6 +414,43 @@ void Session::check_memory() const {
 
 // Small images are halved by each of the model's downsampling stages; one the model cannot take
 // would otherwise fail inside its first forward as a c10 error. Larger sizes always fit.
+// A user's module, before anything is written: what frugal cannot do to it is refused with the
+// reason, and its output must be one logit per class of the data.
+void Session::check_scripted_model() {
+  if (c_.grad_checkpoint)
+    fail(ErrorKind::usage, "{grad_checkpoint}", "a zoo model", "a TorchScript module (" + c_.model + ")",
+         "train without {grad_checkpoint}: a module's code runs in TorchScript's interpreter, whose blocks frugal "
+         "cannot recompute; lower {batch_size} with {accum} instead");
+  if (c_.sync_bn)
+    fail(ErrorKind::usage, "{sync_bn}", "a zoo model", "a TorchScript module (" + c_.model + ")",
+         "train without {sync_bn}: the module's batch norm layers run as scripted");
+  const std::int64_t side = info_.image_size, channels = info_.channels,
+                     classes = static_cast<std::int64_t>(classes_.size());
+  torch::Tensor out;
+  try {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    out = model_->forward(torch::zeros({2, channels, side, side}));
+    model_->train();
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    fail(ErrorKind::invalid, c_.model,
+         "a module that takes a (batch, " + std::to_string(channels) + ", " + std::to_string(side) + ", " +
+             std::to_string(side) + ") batch of images",
+         "one that failed on it: " + what.substr(0, what.find('\n')),
+         "make its first layer take " + std::to_string(channels) +
+             " channels ({channels} 3 reads the images as RGB), "
+             "or give the image size it takes with {image_size}");
+  }
+  if (out.dim() != 2 || out.size(0) != 2 || out.size(1) != classes)
+    fail(ErrorKind::invalid, c_.model,
+         "one logit per class of the data: output (batch, " + std::to_string(classes) + ")",
+         "output " + c10::str(out.sizes()),
+         "make the module with " + std::to_string(classes) + " outputs, e.g. timm.create_model(NAME, num_classes=" +
+             std::to_string(classes) + ") or a last nn.Linear(..., " + std::to_string(classes) +
+             "), then torch.jit.script and torch.jit.save it again");
+}
+
 void Session::check_fits_model() const {
   if (info_.image_size >= 64) return;
   torch::NoGradGuard no_grad;
@@ -342,14 +492,13 @@ void Session::prepare_resume() {
   resume_ = manager_->load_latest();
   if (!resume_) return;
   const Checkpoint& ck = resume_->ckpt;
-  nlohmann::json now = c_.to_json();
-  now["classes"] = classes_;
-  now["train_images"] = train_->size();
-  now["world_size"] = world();
+  const nlohmann::json now = identity_.to_json();
   // A checkpoint whose batch size, accumulation or world size is no integer (or whose product
   // overflows) is damaged or crafted: bad input (exit 3), not a change of options the user made.
   if (ck.config.contains("batch_size") && !global_batch_of(ck.config)) {
-    auto shown = [&](const char* k) { return ck.config.contains(k) ? ck.config[k].dump().substr(0, 40) : std::string("absent"); };
+    auto shown = [&](const char* k) {
+      return ck.config.contains(k) ? ck.config[k].dump().substr(0, 40) : std::string("absent");
+    };
     fail(ErrorKind::invalid, (run_dir_ / resume_->file.filename()).string(),
          "the checkpoint's effective batch (batch_size x accum x world_size) as integers whose product fits",
          "batch_size " + shown("batch_size") + ", accum " + shown("accum") + ", world_size " + shown("world_size"),
@@ -366,23 +515,31 @@ void Session::prepare_resume() {
     note("the training data is now read from " + c_.data + " (was " +
          (ck.config["data"].is_string() ? ck.config["data"].get<std::string>() : ck.config["data"].dump()) +
          "); same classes and image count, so the run resumes");
+  if (ck.model.module_sha256 != info_.module_sha256)
+    fail(ErrorKind::usage, (run_dir_ / resume_->file.filename()).string(),
+         "the model this run was trained with (" +
+             (ck.model.module_sha256.empty()
+                  ? ck.model.name
+                  : "TorchScript module sha256 " + ck.model.module_sha256.substr(0, 12) + "...") +
+             ")",
+         info_.module_sha256.empty() ? c_.model
+                                     : "TorchScript module sha256 " + info_.module_sha256.substr(0, 12) + "...",
+         "give the module file the run was trained with, or add {fresh} to start this run over with this one");
   load_weights(*model_, ck.weight_map(), false);
   load_optimizer_state(*opt_.optimizer, param_names(opt_), ck);
-  std::map<std::string, torch::Tensor> scaler_state;
-  for (const char* k : {"loss_scaler.scale", "loss_scaler.growth_tracker"})
-    if (auto* t = ck.find_state(k)) scaler_state[k] = *t;
-  scaler_->load_state(scaler_state);
-  if (auto* rng = ck.find_state("rng.cpu")) set_cpu_rng_state(*rng);
-  // Dropout and stochastic depth on the GPU draw from its generator: without it resuming is exact
-  // only on the CPU.
-  if (auto* rng = ck.find_state("rng.cuda"); rng && device_.is_cuda()) set_device_rng_state(device_, *rng);
-  global_step_ = ck.step;
-  start_epoch_ = ck.loader.value("epoch", ck.epoch);
-  start_position_ = ck.loader.value("position", std::int64_t{0});
-  step_options_.micro_batch = ck.schedule.value("micro_batch", c_.batch_size);
-  if (ck.schedule.contains("time_budget")) saved_plan_ = ck.schedule["time_budget"];
+  load_trainer_tensors(ck, *scaler_, device_);
+  const RunState saved = RunState::from_checkpoint(ck, c_.batch_size);
+  global_step_ = saved.step;
+  start_epoch_ = saved.loader_epoch;
+  start_position_ = saved.loader_position;
+  step_options_.micro_batch = saved.micro_batch;
+  saved_plan_ = saved.time_budget;
   resume_file_ = resume_->file.filename();
-  if (ck.metric_value) last_val_accuracy_ = ck.metric_value;
+  last_val_accuracy_ = saved.val_accuracy;
+  epochs_done_ = start_epoch_;
+  // The checkpoint's last validation stays the run's until this session validates: the next
+  // checkpoint carries it on, and the outcome reports it.
+  if (ck.metrics.is_object()) last_metrics_ = ck.metrics;
   note("resuming from " + resume_->file.filename().string() + " (epoch " + std::to_string(start_epoch_ + 1) +
        ", step " + std::to_string(global_step_) + ")");
   resume_->ckpt = Checkpoint{};  // the tensors are in the model now
@@ -393,7 +550,8 @@ void Session::begin_writing() {
   if (writing_) return;
   writing_ = true;
   if (!rank0()) return;  // rank 0 writes the run folder; the others only train
-  if (int n = manager_->remove_temporaries()) note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
+  if (int n = manager_->remove_temporaries())
+    note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
   if (c_.fresh) {
     // The old run's checkpoints carry higher step numbers and would rank newest, and its metrics
     // and events would read as this run's: drop them.
@@ -423,24 +581,21 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
   ck.model = info_;
   ck.weights = to_named(state_dict(*model_));
   ck.state = optimizer_state(*opt_.optimizer, param_names(opt_));
-  for (auto& [k, v] : scaler_->state()) ck.state.emplace_back(k, v);
-  ck.state.emplace_back("rng.cpu", cpu_rng_state());
-  if (auto rng = device_rng_state(device_); rng.defined()) ck.state.emplace_back("rng.cuda", rng);
-  ck.epoch = epochs_done;
-  ck.step = global_step_;
-  ck.loader = {{"epoch", loader_epoch}, {"position", position}};
-  ck.schedule = {{"lr", last_lr_}, {"total_steps", total_steps_}, {"micro_batch", step_->micro_batch()},
-                 {"accum", c_.accum * (c_.batch_size / std::max(1, step_->micro_batch()))}};
-  if (time_budget_) ck.schedule["time_budget"] = time_budget_->to_json(session_seconds());
-  ck.metrics = last_metrics_;
-  ck.config = c_.to_json();
-  ck.config["classes"] = classes_;
-  ck.config["train_images"] = train_->size();
-  ck.config["world_size"] = world();  // the global batch is batch_size x accum x world_size
-  if (last_val_accuracy_) {
-    ck.metric_value = last_val_accuracy_;
-    ck.metric_name = "val_accuracy";
-  }
+  put_trainer_tensors(ck, *scaler_, device_);
+  RunState s;
+  s.step = global_step_;
+  s.epochs_done = epochs_done;
+  s.loader_epoch = loader_epoch;
+  s.loader_position = position;
+  s.lr = last_lr_;
+  s.total_steps = total_steps_;
+  s.micro_batch = step_->micro_batch();
+  s.accum = c_.accum * (c_.batch_size / std::max(1, step_->micro_batch()));
+  if (time_budget_) s.time_budget = time_budget_->to_json(session_seconds());
+  s.metrics = last_metrics_;
+  s.val_accuracy = last_val_accuracy_;
+  s.to_checkpoint(ck);
+  ck.config = identity_.to_json();
   return ck;
 }
 
@@ -481,7 +636,7 @@ std::string Session::room_hint() const {
 bool Session::may_write(std::uint64_t bytes, const char* what) {
   if (!budget_ || budget_->reserve(bytes)) return true;
   if (!log_room_warned_)
-    note(std::string("frugal: warning: no room within the disk budget for ") + what +
+    warn(std::string("no room within the disk budget for ") + what +
          "; log records are dropped until there is. Free space (frugal du, frugal clean) or raise {disk_budget}");
   log_room_warned_ = true;
   return false;
@@ -492,8 +647,7 @@ bool Session::may_write(std::uint64_t bytes, const char* what) {
 // how the run ends (a disk that stays full skips them, and the final save's failure is exit 4).
 void Session::log_write_failed(const char* what, const Error& e) {
   if (!log_failure_warned_)
-    note(std::string("frugal: warning: could not write ") + what + " (" + e.what() +
-         "); log records are dropped, training goes on");
+    warn(std::string("could not write ") + what + " (" + e.what() + "); log records are dropped, training goes on");
   log_failure_warned_ = true;
 }
 
@@ -525,27 +679,65 @@ void Session::log_scalar(const char* tag, double value) {
 // saved, else from the last one saved; with none saved a rerun would start over, which is a
 // budget failure.
 SessionOutcome Session::stopped() {
-  std::optional<std::int64_t> step = rank0() ? manager_->resumable_step() : std::nullopt;
-  if (dist_) {  // rank 0 saved: every rank reports what it saved
-    const std::int64_t saved = from_rank0(step.value_or(-1));
-    step = saved >= 0 ? std::optional<std::int64_t>(saved) : std::nullopt;
-  }
+  const std::optional<std::int64_t> mine = rank0() ? manager_->resumable_step() : std::nullopt;
+  const std::int64_t saved = group_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
-  SessionOutcome out{SessionOutcome::Status::stopped_resumable, global_step_, step.value_or(-1)};
-  if (step && *step == global_step_) {
+  if (saved == global_step_) {
     note(at + ", saved; run the same command again to continue");
-    return out;
+    return outcome(SessionOutcome::Status::stopped_resumable, saved);
   }
-  if (step) {
-    note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(*step) +
+  if (saved >= 0) {
+    note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(saved) +
          " (the last checkpoint saved) and redoes the steps after it; " +
-         (no_room_.empty() ? std::string() : room_hint() + ", then ") +
-         "run the same command again to continue");
-    return out;
+         (no_room_.empty() ? std::string() : room_hint() + ", then ") + "run the same command again to continue");
+    return outcome(SessionOutcome::Status::stopped_resumable, saved);
   }
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
        "none (" + at + ", no checkpoint fit)",
        "a rerun would start over at step 1; free space (frugal du, frugal clean) or raise {disk_budget}");
+}
+
+namespace {
+
+// A validation's figures from a metrics record (metrics.jsonl's, a checkpoint's "metrics"), which a
+// damaged or crafted file may hold anything in: nullopt unless its numbers are there.
+std::optional<ValFigures> val_figures(const nlohmann::json& m) {
+  auto number = [&](const char* key) { return m.is_object() && m.contains(key) && m[key].is_number(); };
+  if (!number("val_accuracy") || !number("val_loss") || !number("epoch") || !number("step")) return std::nullopt;
+  return ValFigures{m["val_accuracy"].get<double>(), m["val_loss"].get<double>(), m["epoch"].get<std::int64_t>(),
+                    m["step"].get<std::int64_t>()};
+}
+
+}  // namespace
+
+// What the run reached, for train --json. best.safetensors is read back (its header only) for the
+// best validation: it may come from an earlier session of the run.
+SessionOutcome Session::outcome(SessionOutcome::Status status, std::int64_t resumable_step) const {
+  SessionOutcome o;
+  o.status = status;
+  o.step = global_step_;
+  o.resumable_step = resumable_step;
+  if (status != SessionOutcome::Status::done) o.stop_reason = stop_reason_;
+  o.epochs = epochs_done_;
+  o.final_val = val_figures(last_metrics_);
+  o.classes = classes_.size();
+  o.train_images = train_ ? train_->size() : 0;
+  o.val_images = val_ ? val_->size() : 0;
+  o.skipped = skipped_;
+  o.val_skipped = val_skipped_;
+  const fs::path best = run_dir_ / kBestFile;
+  std::error_code ec;
+  if (rank0() && fs::is_regular_file(fs::symlink_status(best, ec))) {
+    try {
+      SafetensorsHeader h = read_safetensors_header(best, Links::refuse);
+      o.best_checkpoint = best.string();
+      if (h.metadata.count("metrics"))
+        o.best_val = val_figures(nlohmann::json::parse(h.metadata["metrics"], nullptr, false));
+    } catch (const Error& e) {
+      warn(e.what());
+    }
+  }
+  return o;
 }
 
 // Every rank calls this at the same step: the BatchNorm statistics are made equal first, then rank 0
@@ -560,7 +752,7 @@ void Session::checkpoint(std::int64_t epochs_done, std::int64_t position, std::i
 // plans with what a whole save takes (and later saves count as at least that).
 void Session::save(const Checkpoint& ckpt, bool wait) {
   begin_writing();
-  wait = wait || (deadline_ && whole_save_seconds_ < 0);
+  wait = wait || stop_->wants_whole_save();
   auto t0 = env_.steady_now();
   note_save(writer_->wait());  // the previous save's result, which submit() would not tell
   writer_->submit(ckpt);
@@ -570,10 +762,7 @@ void Session::save(const Checkpoint& ckpt, bool wait) {
     note_save(r);
   }
   last_save_ = env_.steady_now();
-  double secs = seconds_since(t0, last_save_);
-  if (wait) whole_save_seconds_ = std::max(whole_save_seconds_, secs);
-  if (deadline_) deadline_->record_save(std::max(secs, whole_save_seconds_));
-  if (time_budget_) time_budget_->record_save(seconds_since(t0, last_save_));
+  stop_->save_took(seconds_since(t0, last_save_), wait);
 }
 
 bool Session::should_stop(bool eval_due) {
@@ -582,12 +771,8 @@ bool Session::should_stop(bool eval_due) {
     stop_reason_ = no_room_;
     return true;
   }
-  if (signals_.stop_requested()) {
-    stop_reason_ = std::string("signal ") + SignalGuard::signal_name(signals_.signal_number());
-    return true;
-  }
-  if (deadline_ && deadline_->should_stop_before_next_step(eval_due)) {
-    stop_reason_ = "deadline";
+  if (auto why = stop_->before_step(eval_due)) {
+    stop_reason_ = why->text;
     return true;
   }
   return false;
@@ -596,22 +781,18 @@ bool Session::should_stop(bool eval_due) {
 // Joins the ranks torchrun started (distributed.h); one process with --sync-bn normalises through
 // the same code, its own batch being the whole batch.
 void Session::join_group() {
-  if (!dist_env_) {
-    if (c_.sync_bn) set_batch_norm_sync([](torch::Tensor&) {});
-    return;
-  }
-  dist_ = ProcessGroup::join(*dist_env_, device_, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout),
-                             [this] { return signals_.stop_requested(); });
-  note("distributed: rank " + std::to_string(dist_->rank()) + " of " + std::to_string(dist_->world()) + " (" +
-       dist_->backend() + "), a global batch of " + count(global_batch(), "image", "images") +
-       (c_.sync_bn ? ", batch norm over all ranks" : ", batch norm per rank (averaged before evaluating and saving)"));
-  ProcessGroup* g = dist_.get();
-  eval_options_.reduce = [g](std::vector<torch::Tensor>& counts) { g->all_reduce_sum(counts); };
+  group_ = Collective::join(dist_env_, device_, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout),
+                            [this] { return stop_->signalled(); });
+  Collective* g = group_.get();
   if (c_.sync_bn)
     set_batch_norm_sync([g](torch::Tensor& t) {
       std::vector<torch::Tensor> one{t};
-      g->all_reduce_sum(one);
+      g->sum(one);
     });
+  if (!g->grouped()) return;
+  note(g->describe() + ", a global batch of " + count(global_batch(), "image", "images") +
+       (c_.sync_bn ? ", batch norm over all ranks" : ", batch norm per rank (averaged before evaluating and saving)"));
+  eval_options_.reduce = [g](std::vector<torch::Tensor>& counts) { g->sum(counts); };
 }
 
 // BatchNorm running statistics differ between ranks that normalise by their own batches: before
@@ -619,41 +800,12 @@ void Session::join_group() {
 // whose statistics come from all the data seen (an average of estimates over equal shares; a
 // broadcast of rank 0's would throw the others' away). With --sync-bn they are equal already.
 void Session::average_buffers() {
-  if (!dist_) return;
+  if (!group_->grouped()) return;  // one process's statistics are the mean already
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> floating;
   for (auto& b : model_->buffers())
     if (b.is_floating_point()) floating.push_back(b);
-  if (floating.empty()) return;
-  dist_->all_reduce_sum(floating);
-  for (auto& b : floating) b.div_(world());
-}
-
-// One small collective per step, the same on every rank: a stop asked for on any rank (signal,
-// deadline) stops all at this step; the step's samples over all ranks weight each loss; rank 0's
-// plan (steps, learning rate, a save after the step) is everyone's.
-Session::StepShare Session::share_step(bool stop, std::int64_t samples, double lr, bool save_after) {
-  const bool signal = stop && stop_reason_.rfind("signal", 0) == 0;
-  auto t = torch::zeros({6}, torch::kFloat64);
-  auto a = t.accessor<double, 1>();
-  a[0] = signal ? 1 : 0;
-  a[1] = stop && !signal ? 1 : 0;
-  a[2] = static_cast<double>(samples);
-  if (rank0()) {
-    a[3] = static_cast<double>(total_steps_);
-    a[4] = lr;
-    a[5] = save_after ? 1 : 0;
-  }
-  dist_->control_all_reduce_sum(t);  // on the CPU: no wait for the GPU
-  auto r = t.accessor<double, 1>();
-  StepShare out;
-  out.stop = r[0] + r[1] > 0;
-  if (out.stop && !stop) stop_reason_ = r[0] > 0 ? "signal on another rank" : "deadline";  // one deadline for all
-  out.samples = static_cast<std::int64_t>(r[2]);
-  out.total_steps = static_cast<std::int64_t>(r[3]);
-  out.lr = r[4];
-  out.save_after = r[5] > 0;
-  return out;
+  group_->average(floating);
 }
 
 // The first step's deadline check, decided together: a rank whose deadline cannot hold a step and
@@ -662,116 +814,142 @@ Session::StepShare Session::share_step(bool stop, std::int64_t samples, double l
 void Session::fits_one_step_together() {
   std::optional<Error> mine;
   try {
-    if (deadline_) deadline_->check_fits_one_step();
+    stop_->check_fits_first_step();
   } catch (const Error& e) {
     mine = e;
   }
-  auto t = torch::full({1}, mine ? 1.0 : 0.0, torch::kFloat64);
-  dist_->control_all_reduce_sum(t);
+  const bool any = group_->any(mine.has_value());
   if (mine) throw *mine;
-  if (t.item<double>() > 0)
+  if (any)
     fail(ErrorKind::budget, "deadline", "time for at least one step and a save on every process",
          "a process whose deadline is too close (its own message says how much it needs)",
          "give a later deadline, or a smaller batch or image size; nothing was changed");
 }
 
-std::int64_t Session::from_rank0(std::int64_t value) {
-  auto t = torch::full({1}, value, torch::kInt64);
-  dist_->control_broadcast(t);
-  return t.item<std::int64_t>();
+// An epoch starts: the loader at its position, this epoch's figures from zero.
+void Session::start_epoch(std::int64_t epoch, std::int64_t position) {
+  stop_->restart_step_clock();  // this epoch's first step waits for the loader to start
+  train_loader_->start(epoch, position);
+  step_in_epoch_ = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
+  epoch_loss_sum_ = 0;
+  epoch_loss_samples_ = 0;
+  step_seconds_ = 0;
+  comm_at_epoch_start_ = group_->comm_seconds();
+  gradient_at_epoch_start_ = group_->gradient_seconds();
+}
+
+// Whether the plan of a time budget ends before this step (mid-epoch too): then evaluate and save.
+// With several ranks rank 0's plan decides, in the step's agreement.
+bool Session::plan_ends_here() {
+  if (!time_budget_) return false;
+  update_plan(false);
+  return !group_->grouped() && global_step_ >= total_steps_;
+}
+
+// The next step's batches: `accum` of them, fewer at the epoch's end, none after it.
+Session::NextStep Session::next_batches(std::int64_t position) {
+  NextStep next;
+  next.position = position;
+  for (int i = 0; i < c_.accum; ++i) {
+    auto b = train_loader_->next();
+    if (!b) break;
+    next.batches.emplace_back(b->images, b->labels);
+    next.samples += b->images.size(0);
+    next.position = b->position;
+  }
+  return next;
+}
+
+bool Session::cadence_due(std::int64_t step) {
+  const auto& every = c_.save_every;
+  const double since_save = seconds_since(last_save_, env_.steady_now());
+  return (!time_budget_ || time_budget_->planned()) &&
+         ((every.steps > 0 && step % every.steps == 0) ||
+          (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())));
+}
+
+// What every process agrees on before the step: a stop asked for anywhere (signal, deadline), the
+// step's samples over all, rank 0's plan (steps, learning rate). A group decides rank 0's save
+// cadence here; one process after the step (save_due).
+Collective::StepPlan Session::agree_on_step(const NextStep& next) {
+  using Plan = Collective::StepPlan;
+  const bool last_of_epoch =
+      step_in_epoch_ + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
+  const bool stop = should_stop(last_of_epoch);
+  last_lr_ = time_budget_
+                 ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
+                 : cosine_lr(c_.lr, global_step_,
+                             std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
+  agreed_from_ = env_.steady_now();
+  Plan mine;
+  mine.stop = !stop                                  ? Plan::Stop::none
+              : stop_reason_.rfind("signal", 0) == 0 ? Plan::Stop::signal
+                                                     : Plan::Stop::deadline;
+  mine.samples = next.samples;
+  mine.total_steps = total_steps_;
+  mine.lr = last_lr_;
+  mine.save_after = group_->grouped() && cadence_due(global_step_ + 1);
+  const Plan plan = group_->agree_on_step(mine);
+  total_steps_ = plan.total_steps;
+  if (plan.stop != Plan::Stop::none && !stop)  // one deadline for all
+    stop_reason_ = plan.stop == Plan::Stop::signal ? "signal on another rank" : "deadline";
+  last_lr_ = plan.lr;
+  return plan;
+}
+
+StepResult Session::run_step(const NextStep& next, const Collective::StepPlan& plan) {
+  set_lr(*opt_.optimizer, last_lr_);
+  // Dropout on each rank draws from a generator seeded by (seed, rank, step): the checkpoint holds
+  // rank 0's generator only, and ranks that drew for batches of other sizes would not resume as
+  // they ran. So a resumed rank draws what it would have drawn, whatever the world size before.
+  group_->seed_step(c_.seed, global_step_);
+  StepResult r = step_->run(next.batches, plan.samples);
+  const auto t1 = env_.steady_now();
+  stop_->step_ended(t1);  // from the last step's end: the wait for its batches included
+  step_seconds_ += seconds_since(agreed_from_, t1);
+  // The first step of each session measures what one costs: a deadline that cannot hold it and
+  // a save is refused now, before the run folder changes (exit 4, nothing was changed).
+  if (session_steps_ == 0) fits_one_step_together();
+  ++session_steps_;
+  // A time budget too short for one epoch is refused at the first plan, a few steps in: until
+  // then nothing is written either.
+  if (!time_budget_ || time_budget_->planned()) begin_writing();
+  return r;
+}
+
+// The step's figures: counters, the epoch's mean loss, the log and TensorBoard.
+void Session::account(std::int64_t epoch, const StepResult& r) {
+  ++global_step_;
+  ++step_in_epoch_;
+  if (std::isfinite(r.loss)) {
+    epoch_loss_sum_ += r.loss * static_cast<double>(r.samples);
+    epoch_loss_samples_ += r.samples;
+  }
+  log_->step(global_step_, total_steps_, epoch, r, last_lr_);
+  if (global_step_ % 20 == 0 && rank0() && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
+}
+
+bool Session::save_due(const Collective::StepPlan& plan) {
+  return group_->grouped() ? plan.save_after : cadence_due(global_step_);
 }
 
 // Returns false when the run must stop (saved) before the epoch ends.
 bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
-  train_loader_->start(epoch, position);
-  std::int64_t step_in_epoch = position == 0 ? 0 : global_step_ - epoch * steps_per_epoch_;
-  epoch_loss_sum_ = 0;
-  epoch_loss_samples_ = 0;
-  step_seconds_ = 0;
-  comm_at_epoch_start_ = dist_ ? dist_->comm_seconds() : 0;
-  gradient_at_epoch_start_ = dist_ ? dist_->gradient_seconds() : 0;
-  const auto& every = c_.save_every;
-  auto cadence_due = [&](std::int64_t step, double since_save) {
-    return (!time_budget_ || time_budget_->planned()) &&
-           ((every.steps > 0 && step % every.steps == 0) ||
-            (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())));
-  };
+  start_epoch(epoch, position);
   for (;;) {
-    if (time_budget_) {
-      update_plan(false);
-      // The plan ends here (mid-epoch too): evaluate, save. With several ranks, rank 0's plan
-      // decides, after the step's agreement below.
-      if (!dist_ && global_step_ >= total_steps_) return true;
-    }
-    Batches batches;
-    std::int64_t next_position = position, samples = 0;
-    for (int i = 0; i < c_.accum; ++i) {
-      auto b = train_loader_->next();
-      if (!b) break;
-      batches.emplace_back(b->images, b->labels);
-      samples += b->images.size(0);
-      next_position = b->position;
-    }
-    if (batches.empty()) return true;  // every rank has as many batches (EpochPlan)
-    bool last_of_epoch = step_in_epoch + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
-    bool stop = should_stop(last_of_epoch);
-    last_lr_ = time_budget_ ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
-                            : cosine_lr(c_.lr, global_step_,
-                                        std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
-    std::int64_t global_samples = 0;
-    bool save_after = false;
-    const auto agreed_from = env_.steady_now();
-    if (dist_) {
-      StepShare share = share_step(stop, samples, last_lr_,
-                                   cadence_due(global_step_ + 1, seconds_since(last_save_, env_.steady_now())));
-      total_steps_ = share.total_steps;
-      if (time_budget_ && global_step_ >= total_steps_) return true;
-      stop = share.stop;
-      last_lr_ = share.lr;
-      global_samples = share.samples;
-      save_after = share.save_after;
-    }
-    if (stop) {
+    if (plan_ends_here()) return true;
+    const NextStep next = next_batches(position);
+    if (next.batches.empty()) return true;  // every rank has as many batches (EpochPlan)
+    const Collective::StepPlan plan = agree_on_step(next);
+    if (time_budget_ && global_step_ >= total_steps_) return true;  // rank 0's plan ended here
+    if (plan.stop != Collective::StepPlan::Stop::none) {
       checkpoint(epoch, position, epoch, true);
       return false;
     }
-    set_lr(*opt_.optimizer, last_lr_);
-    // Dropout on each rank draws from a generator seeded by (seed, rank, step): the checkpoint holds
-    // rank 0's generator only, and ranks that drew for batches of other sizes would not resume as
-    // they ran. So a resumed rank draws what it would have drawn, whatever the world size before.
-    if (dist_) torch::manual_seed(mix_seed(mix_seed(c_.seed, static_cast<std::uint64_t>(dist_->rank())),
-                                           static_cast<std::uint64_t>(global_step_)));
-    auto t0 = env_.steady_now();
-    StepResult r = step_->run(batches, global_samples);
-    const auto t1 = env_.steady_now();
-    const double step_seconds = seconds_since(t0, t1);
-    step_seconds_ += seconds_since(agreed_from, t1);
-    // The plan's step cost is all a step takes: waiting for the batch, logging, a cadence save
-    // too, from one step's end to the next (an evaluation's time is its own: see end_of_epoch).
-    if (time_budget_) time_budget_->record_step(seconds_since(step_end_ ? *step_end_ : t0, t1));
-    step_end_ = t1;
-    if (deadline_) {
-      deadline_->record_step(step_seconds);
-      // The first step of each session measures what one costs: a deadline that cannot hold it
-      // and a save is refused now, before the run folder changes (exit 4, nothing was changed).
-      if (session_steps_ == 0 && !dist_) deadline_->check_fits_one_step();
-    }
-    if (session_steps_ == 0 && dist_) fits_one_step_together();
-    ++session_steps_;
-    // A time budget too short for one epoch is refused at the first plan, a few steps in: until
-    // then nothing is written either.
-    if (!time_budget_ || time_budget_->planned()) begin_writing();
-    ++global_step_;
-    ++step_in_epoch;
-    position = next_position;
-    if (std::isfinite(r.loss)) {
-      epoch_loss_sum_ += r.loss * static_cast<double>(r.samples);
-      epoch_loss_samples_ += r.samples;
-    }
-    log_->step(global_step_, total_steps_, epoch, r, last_lr_);
-    if (global_step_ % 20 == 0 && rank0() && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
-    if (dist_ ? save_after : cadence_due(global_step_, seconds_since(last_save_, env_.steady_now())))
-      checkpoint(epoch, position, epoch, false);
+    const StepResult r = run_step(next, plan);
+    position = next.position;
+    account(epoch, r);
+    if (save_due(plan)) checkpoint(epoch, position, epoch, false);
   }
 }
 
@@ -781,29 +959,35 @@ void Session::end_of_epoch(std::int64_t epoch) {
     update_plan(true);
     begin_writing();
   }
-  const double step_comm = dist_ ? dist_->comm_seconds() - comm_at_epoch_start_ : 0;  // the steps' collectives
+  const double step_comm = group_->comm_seconds() - comm_at_epoch_start_;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   auto t0 = env_.steady_now();
   EvalResult e = evaluate(*model_, *val_loader_, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   double secs = seconds_since(t0, env_.steady_now());
-  if (deadline_) deadline_->record_eval(secs);
-  if (time_budget_) time_budget_->record_eval(secs);
+  stop_->eval_took(secs);
   last_val_accuracy_ = e.accuracy;
+  epochs_done_ = epoch + 1;
   nlohmann::json per = e.to_json(classes_)["per_class"];
   // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
   // mid-epoch), not the last step's, which varies with its batch.
-  const double train_loss =
-      epoch_loss_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_loss_samples_) : NAN;
-  last_metrics_ = {{"epoch", epoch + 1}, {"step", global_step_}, {"train_loss", train_loss},
-                   {"val_loss", e.loss}, {"val_accuracy", e.accuracy}, {"val_samples", e.samples},
-                   {"per_class", per}, {"lr", last_lr_}, {"micro_batch", step_->micro_batch()},
-                   {"images_per_s", log_->images_per_second()}, {"eval_seconds", secs}};
-  if (dist_) {
+  const double train_loss = epoch_loss_samples_ > 0 ? epoch_loss_sum_ / static_cast<double>(epoch_loss_samples_) : NAN;
+  last_metrics_ = {{"epoch", epoch + 1},
+                   {"step", global_step_},
+                   {"train_loss", train_loss},
+                   {"val_loss", e.loss},
+                   {"val_accuracy", e.accuracy},
+                   {"val_samples", e.samples},
+                   {"per_class", per},
+                   {"lr", last_lr_},
+                   {"micro_batch", step_->micro_batch()},
+                   {"images_per_s", log_->images_per_second()},
+                   {"eval_seconds", secs}};
+  if (group_->grouped()) {
     // The share of the epoch's steps spent in collectives (waiting for the slowest rank included).
     last_metrics_["world_size"] = world();
     last_metrics_["step_seconds"] = step_seconds_;
     last_metrics_["comm_seconds"] = step_comm;
-    last_metrics_["gradient_comm_seconds"] = dist_->gradient_seconds() - gradient_at_epoch_start_;
+    last_metrics_["gradient_comm_seconds"] = group_->gradient_seconds() - gradient_at_epoch_start_;
   }
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
@@ -822,24 +1006,20 @@ void Session::end_of_epoch(std::int64_t epoch) {
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (time_budget_) {
     update_plan(true);
-    if (dist_) total_steps_ = from_rank0(total_steps_);  // the loop's end is rank 0's plan
+    total_steps_ = group_->from_rank0(total_steps_);  // the loop's end is rank 0's plan
   }
-  step_end_.reset();  // the evaluation and save are not the next step's
 }
 
 // epochs auto: the steps are planned to fit the time budget (train/schedule.h); a resumed run
 // continues the plan its checkpoint holds.
 void Session::start_time_budget() {
-  if (!c_.time_budget)
-    fail(ErrorKind::usage, "epochs auto", "a time budget to plan the steps in", "none",
-         "give the run a time budget (a duration such as 20h), or a number of epochs");
   TimeBudget::Options o;
   o.budget = static_cast<double>(c_.time_budget.seconds.count());
   o.steps_per_epoch = steps_per_epoch_;
   // An evaluation is a forward pass over the validation images: about a third of a step's work
   // per image, until one is timed.
   o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(global_batch()) / 3.0;
-  time_budget_.emplace(o);
+  time_budget_ = &stop_->plan_for(o);
   if (!saved_plan_.is_null()) {
     try {
       time_budget_->resume(saved_plan_);
@@ -865,25 +1045,29 @@ void Session::update_plan(bool after_eval) {
   const std::string event = r["event"].get<std::string>();
   // Every revision is a line of metrics.jsonl; the log tells those that move the end by 2% or more
   // (the plan is checked every 2% of the steps left, and follows timing noise in small steps).
-  const bool small = event == "speed" && noted_total_ > 0 &&
-                     std::abs(static_cast<double>(total_steps_ - noted_total_)) < 0.02 * static_cast<double>(noted_total_);
+  const bool small =
+      event == "speed" && noted_total_ > 0 &&
+      std::abs(static_cast<double>(total_steps_ - noted_total_)) < 0.02 * static_cast<double>(noted_total_);
   if (!small) {
     note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
     noted_total_ = total_steps_;
   }
-  if (writing_) append_metrics(record.dump() + "\n");
-  else pending_records_.push_back(record.dump() + "\n");
+  if (writing_)
+    append_metrics(record.dump() + "\n");
+  else
+    pending_records_.push_back(record.dump() + "\n");
 }
 
 void Session::write_config() {
-  nlohmann::json j = c_.to_json();
+  nlohmann::json j = identity_.to_json();
   j["format"] = "frugal-run-config";
   j["version"] = 1;
-  j["classes"] = classes_;
-  j["model_info"] = {{"name", info_.name}, {"image_size", info_.image_size}, {"channels", info_.channels},
-                     {"mean", info_.mean}, {"std", info_.std}};
+  j["model_info"] = {{"name", info_.name},
+                     {"image_size", info_.image_size},
+                     {"channels", info_.channels},
+                     {"mean", info_.mean},
+                     {"std", info_.std}};
   j["resolved"] = {{"device", device_.str()}, {"amp", to_string(amp_)}, {"micro_batch", step_options_.micro_batch}};
-  j["world_size"] = world();
   const std::string text = j.dump(2) + "\n";
   write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }
@@ -894,15 +1078,17 @@ std::vector<fs::path> make_folders(const fs::path& dir) {
   std::error_code ec;
   fs::path top = fs::absolute(dir, ec).lexically_normal();
   if (!top.has_filename()) top = top.parent_path();  // "runs/a/"
-  std::vector<fs::path> missing;  // deepest first
+  std::vector<fs::path> missing;                     // deepest first
   for (fs::path p = top; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
   std::vector<fs::path> made;
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) == 0) made.insert(made.begin(), *it);
-    else if (errno != EEXIST) fail_errno("create folder", it->string(), errno);
+    if (::mkdir(it->c_str(), 0777) == 0)
+      made.insert(made.begin(), *it);
+    else if (errno != EEXIST)
+      fail_errno("create folder", it->string(), errno);
   }
   return made;
 }
@@ -921,10 +1107,12 @@ void Session::claim_run_folder() {
   if (owner.kind != RunFolderOwner::Kind::foreign) return;
   std::string found;
   for (const auto& r : owner.reasons) found += (found.empty() ? "" : "; ") + r;
-  if (owner.foreign > owner.reasons.size()) found += "; and " + std::to_string(owner.foreign - owner.reasons.size()) + " more";
+  if (owner.foreign > owner.reasons.size())
+    found += "; and " + std::to_string(owner.foreign - owner.reasons.size()) + " more";
   fail(ErrorKind::usage, run_dir_.string(), "a new or empty folder, or a run folder frugal made",
        "a folder frugal did not make (" + found + ")",
-       "train into a new or empty folder (e.g. runs/NAME); frugal would replace or delete files here; nothing was changed");
+       "train into a new or empty folder (e.g. runs/NAME); frugal would replace or delete files here; nothing was "
+       "changed");
 }
 
 SessionOutcome Session::execute() {
@@ -941,31 +1129,32 @@ SessionOutcome Session::execute() {
 }
 
 SessionOutcome Session::train() {
+  validate(c_);  // the rules between options, as the command line applies them
+  stop_.emplace(env_, c_.deadline);
   dist_env_ = dist_env();
   claim_run_folder();
-  if (c_.deadline) {
-    deadline_ = Deadline::start(*c_.deadline, env_);
-    deadline_->check_time_left();
-  }
+  stop_->check_time_left();
   if (c_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   if (dist_env_ && dist_env_->rank != 0) Progress::set_quiet(true);  // rank 0 speaks for the run
   open_data();
   build_model();
+  choose_decode();
   join_group();
+  identity_ = {c_, classes_, static_cast<std::int64_t>(train_->size()), world()};
   prepare_resume();
-  if (dist_) {
+  if (group_->grouped()) {
     // One start for all: rank 0's parameters and buffers, and every rank resumed the same step.
     std::vector<torch::Tensor> state;
     for (auto& p : model_->parameters()) state.push_back(p.data());
     for (auto& b : model_->buffers()) state.push_back(b);
-    dist_->broadcast(state);
-    if (std::int64_t step0 = from_rank0(global_step_); step0 != global_step_)
+    group_->broadcast_from_rank0(state);
+    if (std::int64_t step0 = group_->from_rank0(global_step_); step0 != global_step_)
       fail(ErrorKind::invalid, run_dir_.string(), "the same run folder on every rank",
-           "rank " + std::to_string(dist_->rank()) + " resumed at step " + std::to_string(global_step_) +
+           "rank " + std::to_string(group_->rank()) + " resumed at step " + std::to_string(global_step_) +
                ", rank 0 at step " + std::to_string(step0),
            "give every rank the same run folder (on several machines: a shared file system)");
   }
-  if (deadline_) deadline_->check_time_left();
+  stop_->check_time_left();
 
   LoaderOptions lo;
   lo.image_size = info_.image_size;
@@ -973,11 +1162,8 @@ SessionOutcome Session::train() {
   lo.workers = c_.workers;
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
-  if (dist_) lo.shard = {dist_->rank(), dist_->world()};  // each rank its slice of every global batch
+  if (group_->grouped()) lo.shard = {group_->rank(), group_->world()};  // each rank its slice of every global batch
   if (c_.decode == DecodeChoice::gpu) {
-    if (!device_.is_cuda())
-      fail(ErrorKind::usage, "decode gpu", "a CUDA device to train on", "device " + device_.str(),
-           "train on cuda, or decode on the cpu");
     GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
     go.device = device_.has_index() ? device_.index() : 0;
     train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);
@@ -991,27 +1177,22 @@ SessionOutcome Session::train() {
   std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
-  if (c_.epochs == 0) start_time_budget();
-  else if (c_.time_budget)
-    fail(ErrorKind::usage, "a time budget with " + count(c_.epochs, "epoch", "epochs"),
-         "epochs auto: the budget decides how many", std::to_string(c_.epochs) + " epochs",
-         "leave the number of epochs out (or auto) to plan them for the budget, or leave out the budget");
+  if (c_.epochs_auto()) start_time_budget();
   if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
     check_free_space();  // a run with nothing left to train saves nothing
-  if (dist_ && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
+  if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
-  if (dist_) {
-    step_->zero_gradients = [g = dist_.get()](const std::vector<torch::Tensor>& params) { g->prepare_gradients(params); };
-    step_->reduce_gradients = [g = dist_.get()](const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra) {
-      g->all_reduce_gradients(params, std::move(extra));
-    };
-  }
+  group_->attach(*step_);
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
-       (time_budget_ && !time_budget_->planned() ? std::string("steps to fit the time budget (planned once the first are timed), each")
-                                                   : count(total_steps_, "step", "steps")) + " of " + count(global_batch(), "image", "images") +
-       (dist_ ? " (" + std::to_string(world()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")" : ""));
+       (time_budget_ && !time_budget_->planned()
+            ? std::string("steps to fit the time budget (planned once the first are timed), each")
+            : count(total_steps_, "step", "steps")) +
+       " of " + count(global_batch(), "image", "images") +
+       (group_->grouped()
+            ? " (" + std::to_string(world()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")"
+            : ""));
 
   for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
@@ -1026,7 +1207,7 @@ SessionOutcome Session::train() {
     saved = r.status != SaveResult::Status::skipped_no_room && r.status != SaveResult::Status::disk_full;
     if (!saved) note_save(r);
   }
-  if (dist_) saved = from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
+  saved = group_->from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
   // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best. When
   // they are not, the run stops resumable from the last checkpoint saved (exit 75), or is a budget
   // failure when none was.
@@ -1035,18 +1216,15 @@ SessionOutcome Session::train() {
     return stopped();
   }
   log_->done();
-  return {SessionOutcome::Status::done, global_step_, global_step_};
+  return outcome(SessionOutcome::Status::done, global_step_);
 }
 
 }  // namespace
 
 std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path) {
-  auto file = load_safetensors(path);
-  std::map<std::string, torch::Tensor> out;
-  bool checkpoint = file.metadata.count("format") && file.metadata.at("format") == kCheckpointFormat;
-  for (auto& [name, t] : file.tensors)
-    if (!checkpoint || name.rfind(kStatePrefix, 0) != 0) out[name] = t;
-  return out;
+  WeightsFile w = load_weights_file(path);
+  if (!w.described.empty()) note(path + ": " + w.described);
+  return std::move(w.tensors);
 }
 
 SessionOutcome train_session(const TrainConfig& config, Env& env) { return Session(config, env).execute(); }

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/train.h"
-#include "frugal/oom.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/train.h"
+#include "frugal/data/oom.h"
 #include "train/device.h"
 
 namespace frugal {
@@ -74,8 +74,10 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   std::int64_t local = 0;
   for (auto& [images, labels] : batches) local += images.size(0);
   const std::int64_t total = global_samples > 0 ? global_samples : local;
-  if (zero_gradients) zero_gradients(trainable());
-  else optimizer_.zero_grad(/*set_to_none=*/true);
+  if (zero_gradients)
+    zero_gradients(trainable());
+  else
+    optimizer_.zero_grad(/*set_to_none=*/true);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
   auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   const std::int64_t micro = options_.micro_batch;
@@ -134,7 +136,8 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   return result;
 }
 
-StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples) {
+StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
+                          std::int64_t global_samples) {
   std::vector<torch::Tensor> buffers_before;
   {
     torch::NoGradGuard no_grad;
@@ -149,8 +152,10 @@ StepResult TrainStep::run(const std::vector<std::pair<torch::Tensor, torch::Tens
     } catch (const c10::Error& e) {
       // cuBLAS/cuDNN workspace failures arrive as plain c10::Error: the same remedy applies.
       if (!is_out_of_memory(e)) throw;
-      if (zero_gradients) zero_gradients(trainable());
-      else optimizer_.zero_grad(/*set_to_none=*/true);
+      if (zero_gradients)
+        zero_gradients(trainable());
+      else
+        optimizer_.zero_grad(/*set_to_none=*/true);
       {
         torch::NoGradGuard no_grad;
         auto buffers = model_.buffers();

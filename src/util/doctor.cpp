@@ -1,5 +1,5 @@
-#include "frugal/doctor.h"
-#include "frugal/settings_text.h"
+#include "frugal/util/doctor.h"
+#include "frugal/util/settings_text.h"
 
 #include <elf.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {
@@ -133,10 +133,9 @@ BuildArchs read_fatbin_archs(const std::filesystem::path& elf_file) {
 int max_cuda_for_driver(int driver_major) {
   // NVIDIA's CUDA toolkit release notes, "minimum driver version" table (Linux).
   static const std::pair<int, int> table[] = {
-      {580, 13000}, {575, 12090}, {570, 12080}, {565, 12070}, {560, 12060}, {555, 12050},
-      {550, 12040}, {545, 12030}, {535, 12020}, {530, 12010}, {525, 12000}, {520, 11080},
-      {515, 11070}, {510, 11060}, {495, 11050}, {470, 11040}, {465, 11030}, {460, 11020},
-      {455, 11010}, {450, 11000}, {440, 10020}, {418, 10010}, {410, 10000}};
+      {580, 13000}, {575, 12090}, {570, 12080}, {565, 12070}, {560, 12060}, {555, 12050}, {550, 12040}, {545, 12030},
+      {535, 12020}, {530, 12010}, {525, 12000}, {520, 11080}, {515, 11070}, {510, 11060}, {495, 11050}, {470, 11040},
+      {465, 11030}, {460, 11020}, {455, 11010}, {450, 11000}, {440, 10020}, {418, 10010}, {410, 10000}};
   for (auto [major, cuda] : table)
     if (driver_major >= major) return cuda;
   return 0;
@@ -152,7 +151,9 @@ std::vector<InstallDisk> collect_install_disks(const std::vector<std::filesystem
     auto at = std::find(devices.begin(), devices.end(), st.st_dev);
     if (at == devices.end()) {
       devices.push_back(st.st_dev);
-      disks.push_back({{}, 0, static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize,
+      disks.push_back({{},
+                       0,
+                       static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize,
                        static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize});
       at = devices.end() - 1;
     }
@@ -180,9 +181,7 @@ std::string judge_install_disk(const InstallDisk& disk) {
          "'FRUGAL_PREFIX=<a temporary disk> make build' after removing .venv and the build folder";
 }
 
-std::string cuda_version_string(int v) {
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
+std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildInfo& build) {
   GpuVerdict v;
@@ -205,7 +204,8 @@ GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildIn
       fix = "no PyTorch 2.11 build has kernels for " + sm + " (the oldest is sm_50): train on the CPU (" +
             spell_settings("{device}") + " cpu)";
     } else {
-      v.fix = cc < 75 ? "python -m pip install torch==2.11.0 torchvision==0.26.0 --index-url https://download.pytorch.org/whl/cu126"
+      v.fix = cc < 75 ? "python -m pip install torch==2.11.0 torchvision==0.26.0 --index-url "
+                        "https://download.pytorch.org/whl/cu126"
                       : "python -m pip install torch==2.11.0 torchvision==0.26.0";
       fix = "scripts/setup.sh installs PyTorch 2.11.0's " +
             std::string(cc < 75 ? "CUDA 12.6 build (which still has " + sm + ") from PyTorch's index"
@@ -213,20 +213,20 @@ GpuVerdict judge_gpu(const GpuInfo& gpu, const DriverInfo& driver, const BuildIn
             " into .venv when it finds this GPU: run 'make build' in the frugal checkout";
     }
     v.warnings.push_back("GPU " + std::to_string(gpu.index) + " (" + gpu.name + ", compute capability " +
-                         std::to_string(gpu.major) + "." + std::to_string(gpu.minor) + ") is not supported by this LibTorch " +
-                         build.torch_version + " (CUDA " + cuda_version_string(build.cuda_version) +
-                         ", kernels for " + list + "): training on it would fail with 'no kernel image is available'; " + fix);
+                         std::to_string(gpu.major) + "." + std::to_string(gpu.minor) +
+                         ") is not supported by this LibTorch " + build.torch_version + " (CUDA " +
+                         cuda_version_string(build.cuda_version) + ", kernels for " + list +
+                         "): training on it would fail with 'no kernel image is available'; " + fix);
   }
   if (!driver.version.empty() && build.cuda_version > 0) {
     int driver_cuda = driver.cuda_version;
     if (driver_cuda == 0) driver_cuda = max_cuda_for_driver(std::atoi(driver.version.c_str()));
     if (driver_cuda > 0 && driver_cuda / 1000 < build.cuda_version / 1000) {
       v.usable = false;
-      v.warnings.push_back("NVIDIA driver " + driver.version + " supports CUDA up to " +
-                           cuda_version_string(driver_cuda) + ", but this LibTorch needs CUDA " +
-                           cuda_version_string(build.cuda_version) +
-                           "; update the driver, or use a LibTorch built for CUDA " +
-                           cuda_version_string(driver_cuda) + " or older");
+      v.warnings.push_back(
+          "NVIDIA driver " + driver.version + " supports CUDA up to " + cuda_version_string(driver_cuda) +
+          ", but this LibTorch needs CUDA " + cuda_version_string(build.cuda_version) +
+          "; update the driver, or use a LibTorch built for CUDA " + cuda_version_string(driver_cuda) + " or older");
     }
   }
   return v;

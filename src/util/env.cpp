@@ -1,4 +1,4 @@
-#include "frugal/env.h"
+#include "frugal/util/env.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,16 +7,16 @@
 #include <cerrno>
 #include <cstring>
 
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {
 
 [[noreturn]] void fail_write_errno(const std::string& what, const std::filesystem::path& path, int err) {
   if (err == ENOSPC || err == EDQUOT)
-    throw DiskFullError(message(path.string(), "", "",
-                                what + " failed: " + std::strerror(err) +
-                                    "; free disk space (frugal du, frugal clean) and run again"));
+    throw DiskFullError(
+        message(path.string(), "", "",
+                what + " failed: " + std::strerror(err) + "; free disk space (frugal du, frugal clean) and run again"));
   fail_errno(what, path.string(), err);
 }
 

@@ -1,4 +1,4 @@
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -17,9 +17,9 @@
 #include <random>
 #include <sstream>
 
-#include "frugal/env.h"
-#include "frugal/error.h"
-#include "frugal/terminal.h"
+#include "frugal/util/env.h"
+#include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
 
 namespace frugal {
 
@@ -45,14 +45,22 @@ std::string file_kind(const std::filesystem::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return "nothing";
   switch (st.st_mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a folder";
-    case S_IFLNK: return "a symbolic link";
-    case S_IFIFO: return "a FIFO (named pipe)";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    default: return "a special file";
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a folder";
+    case S_IFLNK:
+      return "a symbolic link";
+    case S_IFIFO:
+      return "a FIFO (named pipe)";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "a special file";
   }
 }
 
@@ -69,9 +77,12 @@ UniqueFd open_regular(const std::filesystem::path& path, Links links) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail_errno("stat", path.string(), errno);
   if (!S_ISREG(st.st_mode)) {
-    std::string kind = S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
-                     : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
-                     : S_ISSOCK(st.st_mode) ? "a socket" : "a special file";
+    std::string kind = S_ISDIR(st.st_mode)    ? "a folder"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a special file";
     if (links == Links::follow && kind != "a folder" && file_kind(path) == "a symbolic link")
       kind = "a symbolic link to " + kind;
     fail(ErrorKind::invalid, path.string(), "a regular file", kind,
@@ -218,8 +229,7 @@ TempState sweep_temp(const std::filesystem::path& temp, std::chrono::seconds qui
   // Still the file we locked (not replaced under the name meanwhile); unlinked while we hold the
   // lock, so no writer can have adopted it in between.
   struct stat now {};
-  if (::lstat(temp.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
-    return TempState::absent;
+  if (::lstat(temp.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return TempState::absent;
   return ::unlink(temp.c_str()) == 0 ? TempState::abandoned : TempState::absent;
 }
 
@@ -320,8 +330,7 @@ std::string normalize_relative(std::string_view rel) {
   return out;
 }
 
-std::filesystem::path confine_path(const std::filesystem::path& root, std::string_view rel,
-                                   const std::string& where) {
+std::filesystem::path confine_path(const std::filesystem::path& root, std::string_view rel, const std::string& where) {
   const std::string norm = normalize_relative(rel);
   const std::string shown(rel.substr(0, 200));
   if (norm.empty())

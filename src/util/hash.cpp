@@ -1,4 +1,4 @@
-#include "frugal/hash.h"
+#include "frugal/util/hash.h"
 
 #include <libdeflate.h>
 #include <openssl/evp.h>
@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
@@ -37,9 +37,7 @@ std::string sha256_hex(std::string_view data) {
   return h.hex_digest();
 }
 
-std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n) {
-  return libdeflate_crc32(crc, data, n);
-}
+std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n) { return libdeflate_crc32(crc, data, n); }
 
 std::uint64_t xxh3_64(const void* data, std::size_t n) { return XXH3_64bits(data, n); }
 

@@ -1,4 +1,4 @@
-#include "frugal/host_memory.h"
+#include "frugal/util/host_memory.h"
 
 #include <malloc.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "frugal/input_path.h"
+#include "frugal/util/input_path.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -37,7 +37,8 @@ std::size_t distance(const std::string& a, const std::string& b) {
     for (std::size_t j = 1; j <= m; ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[n][m];
 }
@@ -47,17 +48,6 @@ std::string bare(const fs::path& path) {
   std::string s = path.string();
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
-}
-
-std::string base_name(const fs::path& path) {
-  std::string s = bare(path);
-  fs::path p(s);
-  std::string name = p.filename().string();
-  if (name.empty() || name == "." || name == "..") {
-    std::error_code ec;
-    name = fs::weakly_canonical(p, ec).filename().string();
-  }
-  return name.empty() ? std::string("data") : name;
 }
 
 fs::path folder_of(const fs::path& path) {
@@ -78,9 +68,6 @@ std::vector<std::string> names_in(const fs::path& dir, bool (*keep)(const std::s
   return out;
 }
 
-bool is_archive_name(const std::string& n) {
-  return ends_with(lower(n), ".zip") || ends_with(n, ".manifest.json");
-}
 bool is_manifest_name(const std::string& n) { return ends_with(n, ".manifest.json"); }
 
 // A manifest is a JSON object: its first byte past white space is '{'.
@@ -93,11 +80,6 @@ bool starts_like_json(const fs::path& path) {
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
-// The command that packs a folder, as the user would type it.
-std::string pack_hint(const fs::path& folder) {
-  return "pack it first: frugal pack " + bare(folder) + "/ -o " + base_name(folder) + ".zip";
-}
-
 [[noreturn]] void fail_missing(const fs::path& path, InputKind kind) {
   std::error_code ec;
   const std::string found = kind == InputKind::folder ? "no such folder" : "no such file or folder";
@@ -106,7 +88,8 @@ std::string pack_hint(const fs::path& folder) {
   if (kind == InputKind::archive && ends_with(lower(bare(path)), ".zip")) {
     const std::string s = bare(path);
     const fs::path folder = s.substr(0, s.size() - 4);
-    if (fs::is_directory(folder, ec)) hint = bare(folder) + "/ is a folder; " + pack_hint(folder);
+    if (fs::is_directory(folder, ec))
+      hint = bare(folder) + "/ is a folder, read as it is: give " + bare(folder) + "/ (no need to pack it)";
   }
   if (hint.empty()) {
     if (fs::path near = near_name(path); !near.empty()) {
@@ -120,18 +103,16 @@ std::string pack_hint(const fs::path& folder) {
   fail(ErrorKind::usage, bare(path), input_kind_name(kind), found, hint);
 }
 
+// A folder where a file or a manifest belongs (a folder is data where data belongs: never here).
 [[noreturn]] void fail_folder(const fs::path& path, InputKind kind) {
   std::string hint;
-  if (kind == InputKind::archive || kind == InputKind::manifest) {
-    auto inside = names_in(path, kind == InputKind::archive ? is_archive_name : is_manifest_name);
-    if (inside.size() == 1)
-      hint = "give the " + std::string(kind == InputKind::archive ? "archive" : "manifest") + " inside it: " +
-             (fs::path(bare(path)) / inside.front()).string();
+  if (kind == InputKind::manifest) {
+    auto inside = names_in(path, is_manifest_name);
+    if (inside.size() == 1) hint = "give the manifest inside it: " + (fs::path(bare(path)) / inside.front()).string();
   }
   if (hint.empty())
-    hint = kind == InputKind::archive ? pack_hint(path)
-           : kind == InputKind::manifest ? std::string("give the FILE.manifest.json that frugal split wrote")
-                                        : std::string("give a file inside it");
+    hint = kind == InputKind::manifest ? std::string("give the FILE.manifest.json that frugal split wrote")
+                                       : std::string("give a file inside it");
   fail(ErrorKind::usage, bare(path), input_kind_name(kind), "a folder", hint);
 }
 
@@ -139,12 +120,18 @@ std::string pack_hint(const fs::path& folder) {
 
 std::string input_kind_name(InputKind kind) {
   switch (kind) {
-    case InputKind::archive: return "an archive (a .zip, a split manifest or the first part of a set)";
-    case InputKind::file: return "a file";
-    case InputKind::manifest: return "a split manifest (FILE.manifest.json)";
-    case InputKind::checkpoint: return "a checkpoint file or run folder";
-    case InputKind::folder: return "a folder";
-    case InputKind::pack_source: return "a folder of class sub-folders or an IDX file";
+    case InputKind::archive:
+      return "data (a folder, a .zip or .tar, a split set's manifest or first part, or a shard pattern)";
+    case InputKind::file:
+      return "a file";
+    case InputKind::manifest:
+      return "a split manifest (FILE.manifest.json)";
+    case InputKind::checkpoint:
+      return "a checkpoint file or run folder";
+    case InputKind::folder:
+      return "a folder";
+    case InputKind::pack_source:
+      return "a folder of class sub-folders or an IDX file";
   }
   return "an input";
 }
@@ -181,6 +168,7 @@ fs::path check_input(const fs::path& path, InputKind kind) {
     fail_missing(path, kind);
   }
   const bool dir = fs::is_directory(st);
+  if (kind == InputKind::archive && dir) return path;  // a folder is data, read in place (data_source.h)
   switch (kind) {
     case InputKind::archive:
     case InputKind::file:
@@ -207,8 +195,9 @@ fs::path check_input(const fs::path& path, InputKind kind) {
   if (kind == InputKind::manifest && !is_manifest_name(path.filename().string()) && !starts_like_json(path)) {
     const fs::path beside = bare(path) + ".manifest.json";
     fail(ErrorKind::usage, bare(path), input_kind_name(kind), "a file that is not JSON",
-         fs::is_regular_file(beside, ec) ? "give its manifest: " + beside.string()
-                                         : std::string("give the FILE.manifest.json that frugal split wrote beside the parts"));
+         fs::is_regular_file(beside, ec)
+             ? "give its manifest: " + beside.string()
+             : std::string("give the FILE.manifest.json that frugal split wrote beside the parts"));
   }
   return path;
 }

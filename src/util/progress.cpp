@@ -1,10 +1,10 @@
-#include "frugal/progress.h"
-#include "frugal/settings_text.h"
-#include "frugal/terminal.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/settings_text.h"
+#include "frugal/util/terminal.h"
 
 #include <cstdio>
 
-#include "frugal/units.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -22,9 +22,18 @@ void note(const std::string& line) {
   if (!g_quiet) std::fprintf(stderr, "%s\n", printable(spell_settings(line)).c_str());
 }
 
+void warn(const std::string& line) {
+  std::fprintf(stderr, "frugal: warning: %s\n", printable(spell_settings(line)).c_str());
+}
+
 Progress::Progress(std::string label, std::uint64_t total, Unit unit, Env& env)
-    : env_(env), label_(std::move(label)), total_(total), unit_(unit),
-      start_(env_.steady_now()), last_draw_(start_), tty_(stderr_redraws()) {}
+    : env_(env),
+      label_(std::move(label)),
+      total_(total),
+      unit_(unit),
+      start_(env_.steady_now()),
+      last_draw_(start_),
+      tty_(stderr_redraws()) {}
 
 Progress::~Progress() {
   if (!finished_ && tty_ && !g_quiet) std::fprintf(stderr, "\n");
@@ -51,19 +60,21 @@ void Progress::draw(bool final) {
   if (g_quiet) return;
   double secs = std::chrono::duration<double>(env_.steady_now() - start_).count();
   std::uint64_t done = done_;
-  double rate = secs > 0 ? done / secs : 0;
+  double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
   std::string line = printable(label_) + ": " + amount(done, unit_);
   if (total_ > 0) {
     int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_));
     line += " / " + amount(total_, unit_) + " (" + std::to_string(pct) + "%)";
     if (rate > 0 && done < total_)
-      line += ", ETA " + format_duration(std::chrono::seconds(
-                             static_cast<long long>((total_ - done) / rate)));
+      line += ", ETA " +
+              format_duration(std::chrono::seconds(static_cast<long long>(static_cast<double>(total_ - done) / rate)));
   }
   line += ", " + (unit_ == Unit::bytes ? format_size(static_cast<std::uint64_t>(rate)) + "/s"
                                        : std::to_string(static_cast<long long>(rate)) + "/s");
-  if (tty_) std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
-  else std::fprintf(stderr, "%s\n", line.c_str());
+  if (tty_)
+    std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), final ? "\n" : "");
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace frugal

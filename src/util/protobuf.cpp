@@ -1,4 +1,4 @@
-#include "frugal/protobuf.h"
+#include "frugal/util/protobuf.h"
 
 #include <bit>
 #include <cstring>
@@ -31,9 +31,7 @@ void Writer::uint64(std::uint32_t field, std::uint64_t value) {
 }
 
 // Negative values are sign-extended to 64 bits, so they always take ten bytes.
-void Writer::int64(std::uint32_t field, std::int64_t value) {
-  uint64(field, static_cast<std::uint64_t>(value));
-}
+void Writer::int64(std::uint32_t field, std::int64_t value) { uint64(field, static_cast<std::uint64_t>(value)); }
 
 void Writer::int32(std::uint32_t field, std::int32_t value) {
   uint64(field, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)));
@@ -51,13 +49,9 @@ void Writer::fixed64(std::uint32_t field, std::uint64_t value) {
   append_fixed64(buf_, value);
 }
 
-void Writer::float32(std::uint32_t field, float value) {
-  fixed32(field, std::bit_cast<std::uint32_t>(value));
-}
+void Writer::float32(std::uint32_t field, float value) { fixed32(field, std::bit_cast<std::uint32_t>(value)); }
 
-void Writer::float64(std::uint32_t field, double value) {
-  fixed64(field, std::bit_cast<std::uint64_t>(value));
-}
+void Writer::float64(std::uint32_t field, double value) { fixed64(field, std::bit_cast<std::uint64_t>(value)); }
 
 void Writer::bytes(std::uint32_t field, std::string_view value) {
   append_tag(buf_, field, WireType::length_delimited);
@@ -78,8 +72,7 @@ void packed(std::string& buf, std::uint32_t field, std::span<const T> values, Ap
 }  // namespace
 
 void Writer::packed_int64(std::uint32_t field, std::span<const std::int64_t> values) {
-  packed(buf_, field, values,
-         [](std::string& b, std::int64_t v) { append_varint(b, static_cast<std::uint64_t>(v)); });
+  packed(buf_, field, values, [](std::string& b, std::int64_t v) { append_varint(b, static_cast<std::uint64_t>(v)); });
 }
 
 void Writer::packed_uint64(std::uint32_t field, std::span<const std::uint64_t> values) {
@@ -87,13 +80,11 @@ void Writer::packed_uint64(std::uint32_t field, std::span<const std::uint64_t> v
 }
 
 void Writer::packed_float32(std::uint32_t field, std::span<const float> values) {
-  packed(buf_, field, values,
-         [](std::string& b, float v) { append_fixed32(b, std::bit_cast<std::uint32_t>(v)); });
+  packed(buf_, field, values, [](std::string& b, float v) { append_fixed32(b, std::bit_cast<std::uint32_t>(v)); });
 }
 
 void Writer::packed_float64(std::uint32_t field, std::span<const double> values) {
-  packed(buf_, field, values,
-         [](std::string& b, double v) { append_fixed64(b, std::bit_cast<std::uint64_t>(v)); });
+  packed(buf_, field, values, [](std::string& b, double v) { append_fixed64(b, std::bit_cast<std::uint64_t>(v)); });
 }
 
 }  // namespace frugal::pb

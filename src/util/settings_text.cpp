@@ -1,4 +1,4 @@
-#include "frugal/settings_text.h"
+#include "frugal/util/settings_text.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,14 +10,21 @@ namespace {
 // The settings library messages name. Only these are spelled, so a file or class name that
 // happens to read "{photos}" reaches the user unchanged. scripts/check_messages.py (ctest
 // house.messages) holds every "{key}" in src/ to this list and finds no "--flag" left in src/.
-constexpr std::string_view kKeys[] = {
-    "amp",          "channels",       "class_names",  "data",          "decode",     "delete_parts",
-    "device",       "disk_budget",    "freeze",       "fresh",         "gpu_memory", "grad_checkpoint",
-    "idx_set",      "image_size",     "init",         "label_pattern", "limit",      "max_bad_fraction",
-    "max_bytes",    "max_pixels",     "model",        "name_encoding", "optimizer",  "prune",
-    "root",         "size",           "val",          "val_split",     "deadline",   "dist_timeout",
-    "sync_bn",      "nproc",          "batch_size",   "accum",         "workers",    "run",
-    "overwrite",    "skip_existing"};
+constexpr std::string_view kKeys[] = {"amp",           "channels",      "class_names",
+                                      "data",          "decode",        "delete_parts",
+                                      "device",        "disk_budget",   "freeze",
+                                      "fresh",         "gpu_memory",    "grad_checkpoint",
+                                      "idx_set",       "image_size",    "init",
+                                      "label_pattern", "limit",         "max_bad_fraction",
+                                      "max_bytes",     "max_pixels",    "model",
+                                      "name_encoding", "optimizer",     "prune",
+                                      "root",          "size",          "val",
+                                      "val_split",     "deadline",      "dist_timeout",
+                                      "sync_bn",       "nproc",         "batch_size",
+                                      "accum",         "workers",       "run",
+                                      "overwrite",     "skip_existing", "cache_decompressed",
+                                      "data_root",     "labels",        "label_columns",
+                                      "images_dir"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 
@@ -30,9 +37,7 @@ std::string as_flag(const std::string& key) {
 
 std::atomic<SettingSpeller> g_speller{as_flag};
 
-bool key_char(char c, bool first) {
-  return (c >= 'a' && c <= 'z') || (!first && ((c >= '0' && c <= '9') || c == '_'));
-}
+bool key_char(char c, bool first) { return (c >= 'a' && c <= 'z') || (!first && ((c >= '0' && c <= '9') || c == '_')); }
 
 }  // namespace
 
@@ -48,7 +53,8 @@ std::string spell_settings(const std::string& text) {
     if (text[i] == '{') {
       std::size_t j = i + 1;
       while (j < text.size() && key_char(text[j], j == i + 1)) ++j;
-      if (j > i + 1 && j < text.size() && text[j] == '}' && known_key(std::string_view(text).substr(i + 1, j - i - 1))) {
+      if (j > i + 1 && j < text.size() && text[j] == '}' &&
+          known_key(std::string_view(text).substr(i + 1, j - i - 1))) {
         out += speller(text.substr(i + 1, j - i - 1));
         i = j + 1;
         continue;

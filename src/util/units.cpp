@@ -1,11 +1,11 @@
-#include "frugal/units.h"
+#include "frugal/util/units.h"
 
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 namespace {
@@ -49,9 +49,12 @@ std::uint64_t parse_size(std::string_view text) {
     if (p == std::string_view::npos) bad_size(text);
     std::string rest = unit.substr(1);
     double base;
-    if (rest.empty() || rest == "ib") base = 1024;
-    else if (rest == "b") base = 1000;
-    else bad_size(text);
+    if (rest.empty() || rest == "ib")
+      base = 1024;
+    else if (rest == "b")
+      base = 1000;
+    else
+      bad_size(text);
     mult = std::pow(base, static_cast<double>(p + 1));
   }
   double bytes = number * mult;
@@ -80,11 +83,20 @@ std::chrono::seconds parse_duration(std::string_view text) {
     }
     char u = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i++])));
     switch (u) {
-      case 'h': total += n * 3600; break;
-      case 'm': total += n * 60; break;
-      case 's': total += n; break;
-      case 'd': total += n * 86400; break;
-      default: bad();
+      case 'h':
+        total += n * 3600;
+        break;
+      case 'm':
+        total += n * 60;
+        break;
+      case 's':
+        total += n;
+        break;
+      case 'd':
+        total += n * 86400;
+        break;
+      default:
+        bad();
     }
     any_unit = true;
   }
@@ -121,11 +133,15 @@ std::string count_of(std::uint64_t n, std::string_view singular, std::string_vie
     auto ends = [&](std::string_view tail) {
       return word.size() >= tail.size() && word.compare(word.size() - tail.size(), tail.size(), tail) == 0;
     };
-    if (!plural.empty()) word = plural;
-    else if (ends("s") || ends("x") || ends("ch") || ends("sh")) word += "es";
-    else if (ends("y") && word.size() > 1 && std::string_view("aeiou").find(word[word.size() - 2]) == std::string_view::npos)
+    if (!plural.empty())
+      word = plural;
+    else if (ends("s") || ends("x") || ends("ch") || ends("sh"))
+      word += "es";
+    else if (ends("y") && word.size() > 1 &&
+             std::string_view("aeiou").find(word[word.size() - 2]) == std::string_view::npos)
       word.back() = 'i', word += "es";
-    else word += "s";
+    else
+      word += "s";
   }
   return std::to_string(n) + " " + word;
 }

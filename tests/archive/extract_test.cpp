@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "archive/no_clobber.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
@@ -38,8 +38,8 @@ std::unique_ptr<Archive> open_memory(const std::string& zip) {
 
 TEST(Extract, WritesSelectedEntriesInsideTheFolder) {
   const auto dir = testing::temp_dir("extract");
-  auto ar = open_memory(build_zip({{"cats/", ""}, {"cats/1.jpg", "c1"}, {"cats/2.jpg", "c2", true},
-                                   {"dogs/1.jpg", "d1"}, {"labels.csv", "x,y"}}));
+  auto ar = open_memory(build_zip(
+      {{"cats/", ""}, {"cats/1.jpg", "c1"}, {"cats/2.jpg", "c2", true}, {"dogs/1.jpg", "d1"}, {"labels.csv", "x,y"}}));
   ExtractOptions o;
   o.dir = dir / "out";
   o.patterns = {"cats/*", "*.csv"};

@@ -20,10 +20,10 @@
 #include "archive/mnist_idx.h"
 #include "archive/manifest.h"
 #include "archive/part_set.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/split.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/archive/split.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
@@ -206,8 +206,8 @@ TEST(Hardening, ExtractDiskBudgetCountsBlocksNotDeclaredBytes) {
 
 TEST(Hardening, NamesThatNormaliseToOnePathAreDuplicates) {
   auto dir = fresh_dir("dup_names");
-  auto ar = Archive::open(memory_byte_source(build_zip({{"d/f", "one"}, {"d/./f", "two"}, {"d//f", "three"}}), "dup.zip"),
-                          "dup.zip");
+  auto ar = Archive::open(
+      memory_byte_source(build_zip({{"d/f", "one"}, {"d/./f", "two"}, {"d//f", "three"}}), "dup.zip"), "dup.zip");
   EXPECT_EQ(entry_problem(ar->entries()[0]), "");
   EXPECT_NE(entry_problem(ar->entries()[1]).find("duplicate"), std::string::npos);
   EXPECT_NE(entry_problem(ar->entries()[2]).find("duplicate"), std::string::npos);
@@ -347,12 +347,12 @@ std::span<const std::uint8_t> span_of(const std::string& s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
-
 TEST(Hardening, TrainingRefusesDuplicatePathsNamingBoth) {
-  auto ar = Archive::open(memory_byte_source(build_zip({{"cat/1.png", "a"}, {"cat//1.png", "b"}, {"dog/", ""},
-                                                         {"dog", "file named like the folder"}}),
-                                             "dup.zip"),
-                          "dup.zip");
+  auto ar = Archive::open(
+      memory_byte_source(
+          build_zip({{"cat/1.png", "a"}, {"cat//1.png", "b"}, {"dog/", ""}, {"dog", "file named like the folder"}}),
+          "dup.zip"),
+      "dup.zip");
   EXPECT_EQ(entry_problem(*ar, 1), "duplicate name (the same path as 'cat/1.png')");
   EXPECT_EQ(entry_problem(*ar, 3), "duplicate name (the same path as 'dog/')");
   std::string what = expect_error([&] { refuse_duplicate_names(*ar); }, ErrorKind::invalid);
@@ -361,7 +361,8 @@ TEST(Hardening, TrainingRefusesDuplicatePathsNamingBoth) {
   // find() still looks names up as written.
   EXPECT_EQ(ar->find("cat//1.png"), std::optional<std::size_t>(1));
 
-  auto clean = Archive::open(memory_byte_source(build_zip({{"a/", ""}, {"a/x", "1"}, {"b/x", "2"}}), "ok.zip"), "ok.zip");
+  auto clean =
+      Archive::open(memory_byte_source(build_zip({{"a/", ""}, {"a/x", "1"}, {"b/x", "2"}}), "ok.zip"), "ok.zip");
   refuse_duplicate_names(*clean);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(entry_problem(*clean, i), "");
 }

@@ -4,10 +4,10 @@
 #include <random>
 
 #include "archive/manifest.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/split.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/archive/split.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -160,7 +160,7 @@ TEST(Join, DamagedPartFailsAsBadInputNamingPartAndSums) {
   EXPECT_NE(what.find(sha256_hex(bad)), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(fs::file_size(join_partial_path(out)), 2000u);  // the good prefix is kept
-  write(part(s, 2), p2);  // the fix the message suggests
+  write(part(s, 2), p2);                                    // the fix the message suggests
   JoinResult r = join_parts(s.manifest, out_to(out));
   EXPECT_EQ(r.parts_resumed, 2u);
   EXPECT_EQ(read_file(out), s.data);

@@ -3,8 +3,8 @@
 #include <fstream>
 
 #include "archive/mnist_idx.h"
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -17,9 +17,7 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-std::string be32(std::uint32_t v) {
-  return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-}
+std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
 
 void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 

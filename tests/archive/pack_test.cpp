@@ -5,12 +5,12 @@
 
 #include "archive/mnist_idx.h"
 #include "archive/manifest.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/image.h"
-#include "frugal/pack.h"
-#include "frugal/split.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/image/image.h"
+#include "frugal/archive/pack.h"
+#include "frugal/archive/split.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;

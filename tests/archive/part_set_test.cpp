@@ -2,9 +2,9 @@
 
 #include "archive/manifest.h"
 #include "archive/part_set.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/hash.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/hash.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
@@ -16,7 +16,8 @@ using testing::bytes;
 
 std::string test_zip() {
   std::vector<testing::TestEntry> e;
-  for (int i = 0; i < 30; ++i) e.push_back({"f" + std::to_string(i), std::string(700 + i, static_cast<char>('a' + i % 26)), i % 3 == 0});
+  for (int i = 0; i < 30; ++i)
+    e.push_back({"f" + std::to_string(i), std::string(700 + i, static_cast<char>('a' + i % 26)), i % 3 == 0});
   return build_zip(e);
 }
 

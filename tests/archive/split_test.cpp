@@ -7,10 +7,10 @@
 
 #include "archive/manifest.h"
 #include "archive/part_writer.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
-#include "frugal/split.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/archive/split.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;

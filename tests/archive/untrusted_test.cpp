@@ -2,8 +2,8 @@
 // problem, at open for structure and at read for data.
 #include <gtest/gtest.h>
 
-#include "frugal/archive.h"
-#include "frugal/error.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
@@ -110,8 +110,13 @@ TEST(Untrusted, OtherMethodsAreListedButRefusedOnRead) {
 TEST(Untrusted, UnsafeNamesAreListedWithTheirProblem) {
   TestEntry link{"link", "/etc/passwd"};
   link.external_attr = 0120777u << 16;
-  auto ar = open_memory(build_zip({{"../evil", "x"}, {"/abs", "x"}, {"a\\b", "x"}, {"C:x", "x"},
-                                   {std::string("nul\0byte", 8), "x"}, {"ok/../../up", "x"}, link,
+  auto ar = open_memory(build_zip({{"../evil", "x"},
+                                   {"/abs", "x"},
+                                   {"a\\b", "x"},
+                                   {"C:x", "x"},
+                                   {std::string("nul\0byte", 8), "x"},
+                                   {"ok/../../up", "x"},
+                                   link,
                                    {"fine/name.txt", "x"}}));
   const auto& e = ar->entries();
   ASSERT_EQ(e.size(), 8u);

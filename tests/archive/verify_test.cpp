@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "archive/manifest.h"
-#include "frugal/archive.h"
-#include "frugal/hash.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/hash.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {

@@ -7,8 +7,8 @@
 #include "archive/manifest.h"
 #include "archive/part_writer.h"
 #include "budget/fault_env.h"
-#include "frugal/fs.h"
-#include "frugal/pack.h"
+#include "frugal/util/fs.h"
+#include "frugal/archive/pack.h"
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "frugal/hash.h"
+#include "frugal/util/hash.h"
 
 namespace frugal::testing {
 
@@ -24,15 +24,15 @@ struct TestEntry {
   std::uint16_t flags = 0;
   std::uint16_t method_override = 0xffff;  // else 0 or 8 from `deflate`
   std::uint32_t external_attr = 0100644u << 16;
-  std::optional<std::uint32_t> crc;        // lie about the CRC
-  std::optional<std::uint64_t> size;       // lie about the uncompressed size (above 4 GiB: zip64 only)
-  std::optional<std::uint32_t> offset;     // lie about the local header offset
-  std::string local_extra;                 // extra field bytes in the local header only
-  bool zip64 = false;                      // sizes and offset in a Zip64 extra field
+  std::optional<std::uint32_t> crc;     // lie about the CRC
+  std::optional<std::uint64_t> size;    // lie about the uncompressed size (above 4 GiB: zip64 only)
+  std::optional<std::uint32_t> offset;  // lie about the local header offset
+  std::string local_extra;              // extra field bytes in the local header only
+  bool zip64 = false;                   // sizes and offset in a Zip64 extra field
 };
 
 struct ZipBuild {
-  std::string prefix;   // junk before the archive (self-extractor stub)
+  std::string prefix;  // junk before the archive (self-extractor stub)
   std::string comment;
   bool zip64_end = false;  // write Zip64 end records
 };

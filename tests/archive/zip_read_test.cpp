@@ -3,9 +3,9 @@
 #include <thread>
 
 #include "archive/manifest.h"
-#include "frugal/archive.h"
-#include "frugal/error.h"
-#include "frugal/hash.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/hash.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
@@ -39,9 +39,7 @@ TEST(ZipRead, ReadsStoredAndDeflatedEntries) {
   EXPECT_FALSE(ar->find("nope").has_value());
 }
 
-TEST(ZipRead, EmptyArchiveHasNoEntries) {
-  EXPECT_TRUE(open_memory(build_zip({}))->entries().empty());
-}
+TEST(ZipRead, EmptyArchiveHasNoEntries) { EXPECT_TRUE(open_memory(build_zip({}))->entries().empty()); }
 
 TEST(ZipRead, StoredViewPointsIntoTheSourceWithoutCopy) {
   const std::string a = sample(3000, 2);
@@ -192,7 +190,11 @@ TEST(ZipRead, CopyingAndMappedReadsAgreeWithTheData) {
   for (int i = 0; i < 12; ++i) {
     data.push_back(sample(i == 0 ? 0 : 300 * i + 7, 10 + i));
     TestEntry e{"d/e" + std::to_string(i), data.back(), i % 2 == 1};
-    if (i % 3 == 0) e.local_extra = std::string("\xfe\xca\x03\x00" "abc", 7);  // local extra unlike the central one
+    if (i % 3 == 0)
+      e.local_extra = std::string(
+          "\xfe\xca\x03\x00"
+          "abc",
+          7);  // local extra unlike the central one
     entries.push_back(e);
   }
   const std::string zip = build_zip(entries);

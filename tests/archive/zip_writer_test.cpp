@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "archive/zip_writer.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
@@ -39,8 +39,9 @@ int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").
 
 // zipfile.testzip() returns the first bad name or None; also checks the entry count.
 bool python_accepts(const fs::path& zip, std::size_t entries) {
-  std::string code = "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
-                     "sys.exit(0 if z.testzip() is None and len(z.infolist())==int(sys.argv[2]) else 1)";
+  std::string code =
+      "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
+      "sys.exit(0 if z.testzip() is None and len(z.infolist())==int(sys.argv[2]) else 1)";
   return run(python() + " -c '" + code + "' " + zip.string() + " " + std::to_string(entries)) == 0;
 }
 
@@ -66,10 +67,11 @@ TEST(ZipWriter, UnzipAndPythonAcceptWhatItWrites) {
   write_sample(path);
   EXPECT_TRUE(unzip_accepts(path));
   EXPECT_TRUE(python_accepts(path, 4));
-  std::string code = "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
-                     "m={i.filename:i.compress_type for i in z.infolist()}; "
-                     "sys.exit(0 if m=={'cats/a.txt':8,'cats/empty':0,'dogs/\\u00e9t\\u00e9.bin':0,"
-                     "'dogs/random':0} and z.read('cats/a.txt')==b'a'*5000+b'tail' else 1)";
+  std::string code =
+      "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
+      "m={i.filename:i.compress_type for i in z.infolist()}; "
+      "sys.exit(0 if m=={'cats/a.txt':8,'cats/empty':0,'dogs/\\u00e9t\\u00e9.bin':0,"
+      "'dogs/random':0} and z.read('cats/a.txt')==b'a'*5000+b'tail' else 1)";
   EXPECT_EQ(run(python() + " -c \"" + code + "\" " + path.string()), 0);
 }
 

@@ -4,7 +4,7 @@
 #include <ctime>
 
 #include "budget/fault_env.h"
-#include "frugal/budget.h"
+#include "frugal/budget/budget.h"
 
 namespace frugal {
 namespace {

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "budget/fault_env.h"
-#include "frugal/budget.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
+#include "frugal/budget/budget.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 namespace fs = std::filesystem;
 

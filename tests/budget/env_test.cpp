@@ -4,7 +4,7 @@
 #include <csignal>
 
 #include "budget/fault_env.h"
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 namespace {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "frugal/env.h"
-#include "frugal/error.h"
+#include "frugal/util/env.h"
+#include "frugal/util/error.h"
 
 namespace frugal::testing {
 
@@ -31,9 +31,9 @@ class FaultEnv : public Env {
   // A failed append on a file from new_writable_file first writes half its bytes, as a kernel
   // does when the disk fills midway. Appendable files keep Env's contract (all or nothing).
   bool torn = false;
-  int ops = 0;      // operations seen so far
-  int appends = 0;  // append() calls seen so far
-  int failures = 0;  // failures injected so far
+  int ops = 0;                       // operations seen so far
+  int appends = 0;                   // append() calls seen so far
+  int failures = 0;                  // failures injected so far
   std::uint64_t free_bytes = ~0ull;  // what free_space() reports (min with reality is not taken)
   SteadyTime now = SteadyTime{} + std::chrono::hours(1);
   WallTime wall = WallTime{};
@@ -112,8 +112,9 @@ class FaultEnv : public Env {
 // rm -rf without std::filesystem::remove_all: libtorch.so (2.11 wheel) exports its own copy of
 // that symbol, which crashes when a torch-linked binary calls it.
 inline void remove_tree(const std::filesystem::path& dir) {
-  ::nftw(dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
-         FTW_DEPTH | FTW_PHYS);
+  ::nftw(
+      dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 // A fresh folder under the build tree's temp area, removed at destruction.

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "budget/fault_env.h"
-#include "frugal/fs.h"
-#include "frugal/checkpoint_files.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
 
 namespace fs = std::filesystem;
 
@@ -41,8 +41,8 @@ TEST(HostileSafetensorsHeader, EndOffsetThatWrapsPastTheFileIsRefused) {
   // shape agrees with the offsets, so only the bound check stands between this and a read past
   // the end of the file.
   const std::uint64_t end = std::numeric_limits<std::uint64_t>::max() - 15;
-  std::string bytes = file_with_header(
-      {{"w", {{"dtype", "U8"}, {"shape", {end}}, {"data_offsets", {0, end}}}}}, std::string(64, 'p'));
+  std::string bytes =
+      file_with_header({{"w", {{"dtype", "U8"}, {"shape", {end}}, {"data_offsets", {0, end}}}}}, std::string(64, 'p'));
   EXPECT_EQ(header_error(bytes), ErrorKind::invalid);
   // The same through the file reader (du, clean, resume use it).
   TempDir dir;
@@ -61,11 +61,11 @@ TEST(HostileSafetensorsHeader, ShapeWhoseByteCountOverflowsIsRefused) {
 TEST(HostileSafetensorsHeader, ShapeThatDisagreesWithTheOffsetsIsRefused) {
   // 1,000,000 F32 elements claimed over 16 bytes: a loader trusting the shape allocates 4 MB
   // (or terabytes) for a file of a few bytes.
-  std::string bytes =
-      file_with_header({{"w", {{"dtype", "F32"}, {"shape", {1000000}}, {"data_offsets", {0, 16}}}}}, std::string(16, 0));
+  std::string bytes = file_with_header({{"w", {{"dtype", "F32"}, {"shape", {1000000}}, {"data_offsets", {0, 16}}}}},
+                                       std::string(16, 0));
   EXPECT_EQ(header_error(bytes), ErrorKind::invalid);
-  std::string ok = file_with_header({{"w", {{"dtype", "F32"}, {"shape", {2, 2}}, {"data_offsets", {0, 16}}}}},
-                                    std::string(16, 0));
+  std::string ok =
+      file_with_header({{"w", {{"dtype", "F32"}, {"shape", {2, 2}}, {"data_offsets", {0, 16}}}}}, std::string(16, 0));
   EXPECT_EQ(header_error(ok), std::nullopt);
 }
 
@@ -80,12 +80,12 @@ TEST(HostileSafetensorsHeader, HeaderLengthsNearTheTopOfTheRangeAreRefused) {
 }
 
 TEST(HostileSafetensorsHeader, TypeConfusionInTheJsonIsInvalidInputNotAnInternalError) {
-  for (const char* json : {R"({"w": {"dtype": 5, "shape": [1], "data_offsets": [0, 1]}})",
-                           R"({"w": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 1]}})",
-                           R"({"w": {"dtype": "U8", "shape": [1.5], "data_offsets": [0, 1]}})",
-                           R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [1, 0]}})",
-                           R"({"__metadata__": {"k": 1}})", R"({"__metadata__": []})", R"([1, 2])", R"("x")",
-                           R"({"w": []})"}) {
+  for (const char* json :
+       {R"({"w": {"dtype": 5, "shape": [1], "data_offsets": [0, 1]}})",
+        R"({"w": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 1]}})",
+        R"({"w": {"dtype": "U8", "shape": [1.5], "data_offsets": [0, 1]}})",
+        R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [1, 0]}})", R"({"__metadata__": {"k": 1}})",
+        R"({"__metadata__": []})", R"([1, 2])", R"("x")", R"({"w": []})"}) {
     std::string j = json;
     j.append((8 - j.size() % 8) % 8, ' ');
     std::string bytes(8, '\0');
@@ -103,7 +103,8 @@ TEST(HostileSafetensorsHeader, DeeplyNestedJsonIsRefusedBeforeAnythingRecursesOv
   std::string bytes(8, '\0');
   for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((j.size() >> (8 * i)) & 0xff);
   EXPECT_EQ(header_error(bytes + j), ErrorKind::invalid);
-  EXPECT_THROW(parse_delta_index("[" + std::string(depth, '[') + std::string(depth, ']') + "]", "d.safetensors"), Error);
+  EXPECT_THROW(parse_delta_index("[" + std::string(depth, '[') + std::string(depth, ']') + "]", "d.safetensors"),
+               Error);
 }
 
 TEST(DeltaIndex, ParsesWhatTheWriterWritesWithCheckedByteCounts) {
@@ -122,7 +123,7 @@ TEST(DeltaIndex, CraftedIndexesAreRefused) {
   const std::pair<const char*, ErrorKind> cases[] = {
       {"not json", ErrorKind::invalid},
       {R"({"a": 1})", ErrorKind::invalid},
-      {R"([["w","F32",[4294967296,4294967296],"raw"]])", ErrorKind::invalid},  // bytes overflow
+      {R"([["w","F32",[4294967296,4294967296],"raw"]])", ErrorKind::invalid},   // bytes overflow
       {R"([["w","F32",[9223372036854775808, 0],"raw"]])", ErrorKind::invalid},  // dimension past int64
       {R"([["w","F32",[-1],"raw"]])", ErrorKind::invalid},
       {R"([["w","F32",[1],"zap"]])", ErrorKind::invalid},

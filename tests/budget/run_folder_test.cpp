@@ -6,10 +6,10 @@
 #include <fstream>
 
 #include "budget/fault_env.h"
-#include "frugal/budget.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
+#include "frugal/budget/budget.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -132,7 +132,8 @@ TEST(Retention, KeepsTheBaseOfAKeptDelta) {
 TEST(RetentionConfig, ReadsKeepSettingsAndBudgetFromConfigJson) {
   TempDir dir;
   fs::create_directories(dir / "run1");
-  put(dir / "run1" / kConfigFile, R"({"format": "frugal-run-config", "keep_best": 3, "keep_last": 5, "disk_budget": "2G"})");
+  put(dir / "run1" / kConfigFile,
+      R"({"format": "frugal-run-config", "keep_best": 3, "keep_last": 5, "disk_budget": "2G"})");
   fs::create_directories(dir / "run2");
   put(dir / "run2" / kConfigFile, R"({"format": "frugal-run-config", "disk_budget": 1000})");
   fs::create_directories(dir / "run3");

@@ -9,8 +9,8 @@
 #include <optional>
 
 #include "budget/fault_env.h"
-#include "frugal/budget.h"
-#include "frugal/fs.h"
+#include "frugal/budget/budget.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -184,8 +184,8 @@ TEST(DiskBudgetReserve, SmallAppendsCountDownTheMeasuredRoomAndRefuseBeyondIt) {
   put(dir / "run/metrics.jsonl", 8000);  // what was reserved is written
   const std::uint64_t used = allocated_size(dir / "run/metrics.jsonl");
   ASSERT_GE(used, 8000u);
-  EXPECT_TRUE(b.reserve(16384 - 8000));        // still inside the last measure
-  EXPECT_FALSE(b.reserve(16384 - used + 1));   // re-measured: only limit - allocated is left
+  EXPECT_TRUE(b.reserve(16384 - 8000));       // still inside the last measure
+  EXPECT_FALSE(b.reserve(16384 - used + 1));  // re-measured: only limit - allocated is left
   EXPECT_TRUE(b.reserve(16384 - used));
 }
 

@@ -4,10 +4,10 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/budget.h"
-#include "frugal/checkpoint.h"
-#include "frugal/fs.h"
-#include "frugal/units.h"
+#include "frugal/budget/budget.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/units.h"
 
 namespace fs = std::filesystem;
 
@@ -90,9 +90,9 @@ TEST(BudgetedSave, TooSmallABudgetIsRefusedBeforeTrainingWithWhatWouldFit) {
     EXPECT_NE(what.find("two checkpoints of"), std::string::npos) << what;
   }
   // What it said would fit does fit.
-  DiskBudget enough(ws.path(), {.limit = 2 * ((12ull << 20) + (256 << 10)) + (4ull << 20) + (256 << 10) + (1ull << 20) +
-                                         (64 << 10),
-                                .own_folder = run});
+  DiskBudget enough(
+      ws.path(), {.limit = 2 * ((12ull << 20) + (256 << 10)) + (4ull << 20) + (256 << 10) + (1ull << 20) + (64 << 10),
+                  .own_folder = run});
   m.set_disk_budget(&enough);
   EXPECT_NO_THROW(m.require_room_for_run(4ull << 20, 8ull << 20, 1ull << 20));
 }

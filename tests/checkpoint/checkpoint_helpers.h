@@ -3,8 +3,8 @@
 
 #include <optional>
 
-#include "frugal/checkpoint.h"
-#include "frugal/error.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/error.h"
 
 namespace frugal::testing {
 
@@ -17,7 +17,8 @@ inline Checkpoint small_checkpoint(std::int64_t step, std::optional<double> metr
                {"conv1.bias", torch::randn({8})},
                {"fc.weight", torch::randn({3, 32})},
                {"bn.num_batches_tracked", torch::tensor(step, torch::kInt64)}};
-  c.state = {{"optim.fc.weight.exp_avg", torch::randn({3, 32})}, {"rng.cpu", torch::randint(0, 255, {64}, torch::kUInt8)}};
+  c.state = {{"optim.fc.weight.exp_avg", torch::randn({3, 32})},
+             {"rng.cpu", torch::randint(0, 255, {64}, torch::kUInt8)}};
   c.epoch = step / 10;
   c.step = step;
   c.loader = {{"epoch", c.epoch}, {"batch", step % 10}};

@@ -4,8 +4,8 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/checkpoint.h"
-#include "frugal/fs.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -154,8 +154,8 @@ TEST(CheckpointManager, FaultAtEveryWriteFsyncRenameLeavesThePreviousCheckpointI
       FaultEnv env;
       env.fault = fault;
       env.fail_at = at;
-      const std::string what = std::string(fault == FaultEnv::Fault::io ? "I/O error" : "disk full") +
-                               " at op " + std::to_string(at);
+      const std::string what =
+          std::string(fault == FaultEnv::Fault::io ? "I/O error" : "disk full") + " at op " + std::to_string(at);
       std::optional<SaveResult> r;
       try {
         CheckpointManager m(dir.path(), {}, env);

@@ -12,9 +12,9 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/checkpoint.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -156,9 +156,10 @@ TEST(CheckpointCrash, SigkillInTheMiddleOfAWriteAlwaysLeavesTheLastCommittedChec
   }
   committed = latest_step(dir.path());
   EXPECT_GE(committed, 2);
-  std::printf("crash test: 8 children SIGKILLed mid-write (%d kills landed after the write and were redone), "
-              "%lld checkpoints committed\n",
-              misses, static_cast<long long>(committed));
+  std::printf(
+      "crash test: 8 children SIGKILLed mid-write (%d kills landed after the write and were redone), "
+      "%lld checkpoints committed\n",
+      misses, static_cast<long long>(committed));
 }
 
 class TmpfsMount {

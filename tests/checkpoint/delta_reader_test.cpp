@@ -8,7 +8,7 @@
 #include <string>
 
 #include "budget/fault_env.h"
-#include "frugal/checkpoint.h"
+#include "frugal/checkpoint/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -62,9 +62,9 @@ TEST(DeltaReference, PythonReaderFromTheFormatDocDecodesEveryModeBitExactly) {
       t = t + (1e-3 * torch::randn(t.sizes())).to(t.scalar_type());  // "xor"
     if (name == "i32") t = t + 1;
   }
-  next.weights[1].second = torch::randn({3, 2});                          // reshaped: "raw"
+  next.weights[1].second = torch::randn({3, 2});                              // reshaped: "raw"
   next.weights.emplace_back("new.weight", torch::arange(17, torch::kInt64));  // new: "raw"
-  next.weights[8].second = next.weights[8].second.to(torch::kInt16);       // dtype changed: "raw"
+  next.weights[8].second = next.weights[8].second.to(torch::kInt16);          // dtype changed: "raw"
   next.state[0].second = next.state[0].second * 0.9;
   save_delta_checkpoint(dir / "ckpt-e0000-s000020.delta.safetensors", next, base,
                         dir / "ckpt-e0000-s000010.safetensors");

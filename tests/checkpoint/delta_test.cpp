@@ -4,9 +4,9 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/checkpoint.h"
-#include "frugal/checkpoint_files.h"
-#include "frugal/fs.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -23,7 +23,8 @@ Checkpoint model_like(int seed) {
   torch::manual_seed(seed);
   Checkpoint c;
   c.model = {"resnet-ish", {"a", "b"}, 32, 3, {0.5f, 0.5f, 0.5f}, {0.25f, 0.25f, 0.25f}};
-  for (int i = 0; i < 8; ++i) c.weights.emplace_back("backbone." + std::to_string(i) + ".weight", torch::randn({64, 64, 3, 3}));
+  for (int i = 0; i < 8; ++i)
+    c.weights.emplace_back("backbone." + std::to_string(i) + ".weight", torch::randn({64, 64, 3, 3}));
   c.weights.emplace_back("fc.weight", torch::randn({10, 512}));
   c.weights.emplace_back("fc.bias", torch::randn({10}));
   c.step = 1;

@@ -7,8 +7,8 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/checkpoint.h"
-#include "frugal/fs.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -143,10 +143,16 @@ TEST(HostileCheckpoint, MetadataOfTheWrongJsonTypeIsInvalidInputNotAnInternalErr
   TempDir dir;
   save_checkpoint(dir / "good.safetensors", small_checkpoint(10, 0.5));
   const std::pair<const char*, const char*> edits[] = {
-      {"classes", R"({"a": 1})"}, {"mean", R"(["x"])"}, {"metric_value", "not a number"}, {"std", "[1e999]"},
+      {"classes", R"({"a": 1})"},
+      {"mean", R"(["x"])"},
+      {"metric_value", "not a number"},
+      {"std", "[1e999]"},
       // read later by the trainer's resume with json::value<T>(), which throws type_error
-      {"loader", R"({"epoch": "one"})"}, {"loader", R"({"position": 1.5})"}, {"schedule", R"({"micro_batch": []})"},
-      {"config", "[]"}, {"metrics", "3"}};
+      {"loader", R"({"epoch": "one"})"},
+      {"loader", R"({"position": 1.5})"},
+      {"schedule", R"({"micro_batch": []})"},
+      {"config", "[]"},
+      {"metrics", "3"}};
   for (const auto& [key, value] : edits) {
     rewrite(dir / "good.safetensors", dir / "bad.safetensors", [&](Metadata& md) { md[key] = value; });
     SCOPED_TRACE(key);

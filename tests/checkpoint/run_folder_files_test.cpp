@@ -15,10 +15,10 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/checkpoint.h"
-#include "frugal/env.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/util/env.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -150,8 +150,10 @@ TEST(RunFolderOwner, OwnFilesThatAreNotRegularFilesAreBadInputNamedAndNeverOpene
       const fs::path run = dir / "run";
       fs::create_directory(run);
       if (name != kConfigFile) write(run / kConfigFile, R"({"format": "frugal-run-config"})");
-      if (as == "fifo") make_fifo(run / name);
-      else fs::create_symlink(as == "dev zero" ? fs::path("/dev/zero") : dir / "outside.json", run / name);
+      if (as == "fifo")
+        make_fifo(run / name);
+      else
+        fs::create_symlink(as == "dev zero" ? fs::path("/dev/zero") : dir / "outside.json", run / name);
       std::string what;
       const bool in_time = finishes_within(std::chrono::seconds(2), run / name,
                                            [&] { what = error_text([&] { run_folder_owner(run); }); });
@@ -172,9 +174,9 @@ TEST(HostileRunFiles, ARunFoldersBestThatIsAFifoOrALinkIsRefusedUnread) {
   fs::create_directory(run);
   make_fifo(run / kBestFile);
   std::optional<ErrorKind> kind;
-  EXPECT_TRUE(finishes_within(std::chrono::seconds(2), run / kBestFile,
-                              [&] { kind = error_kind([&] { load_model_any(run); }); }))
-      << "waited on best.safetensors, a FIFO";
+  EXPECT_TRUE(finishes_within(std::chrono::seconds(2), run / kBestFile, [&] {
+    kind = error_kind([&] { load_model_any(run); });
+  })) << "waited on best.safetensors, a FIFO";
   EXPECT_EQ(kind, ErrorKind::invalid);
   for (const fs::path target : {dir / "good.safetensors", fs::path("/dev/zero")}) {
     fs::remove(run / kBestFile);
@@ -250,9 +252,9 @@ TEST(HostileRunFiles, WeightsTheUserNamesMustBeARegularFile) {
   TempDir dir;
   make_fifo(dir / "init.safetensors");
   std::optional<ErrorKind> kind;
-  EXPECT_TRUE(finishes_within(std::chrono::seconds(2), dir / "init.safetensors",
-                              [&] { kind = error_kind([&] { load_safetensors(dir / "init.safetensors"); }); }))
-      << "waited on a FIFO given as weights";
+  EXPECT_TRUE(finishes_within(std::chrono::seconds(2), dir / "init.safetensors", [&] {
+    kind = error_kind([&] { load_safetensors(dir / "init.safetensors"); });
+  })) << "waited on a FIFO given as weights";
   EXPECT_EQ(kind, ErrorKind::invalid);
 }
 

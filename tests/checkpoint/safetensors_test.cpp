@@ -5,8 +5,8 @@
 
 #include "budget/fault_env.h"
 #include "checkpoint/checkpoint_helpers.h"
-#include "frugal/fs.h"
-#include "frugal/safetensors.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -77,7 +77,9 @@ TEST(Safetensors, TruncatedOrGarbledFilesAreRejectedNamingTheFile) {
 }
 
 TEST(Safetensors, DuplicateNamesAreRefused) {
-  EXPECT_EQ(error_kind([] { safetensors_bytes({{"w", torch::ones({1})}, {"w", torch::ones({1})}}, {}); }),
+  EXPECT_EQ(error_kind([] {
+              safetensors_bytes({{"w", torch::ones({1})}, {"w", torch::ones({1})}}, {});
+            }),
             ErrorKind::invalid);
 }
 
@@ -125,9 +127,9 @@ save_file({"a": torch.arange(10, dtype=torch.float32).reshape(2, 5), "b": torch.
            "c": torch.tensor([1.5, -2.25]).half(), "d": torch.tensor([True, False]), "e": torch.ones(3).bfloat16()},
           sys.argv[2], metadata={"model": "cnn"})
 )";
-  ASSERT_EQ(run_python(py, dir / "check.py",
-                       (dir / "ours.safetensors").string() + " " + (dir / "py.safetensors").string()),
-            0);
+  ASSERT_EQ(
+      run_python(py, dir / "check.py", (dir / "ours.safetensors").string() + " " + (dir / "py.safetensors").string()),
+      0);
   auto f = load_safetensors(dir / "py.safetensors");
   EXPECT_EQ(f.metadata.at("model"), "cnn");
   EXPECT_TRUE(torch::equal(f.get("a"), torch::arange(10, torch::kFloat32).reshape({2, 5})));

@@ -49,7 +49,7 @@ cell() {  # cell DEADLINE > script
 
 finished=0 stopped=0 resumed=0
 for session in 1 2 3 4; do
-  if [ $session -eq 1 ]; then cell "${FRUGAL_TEST_NOTEBOOK_DEADLINE:-6s}"; else cell 20m; fi >"$tmp/cell.sh"
+  if [ $session -eq 1 ]; then cell "${FRUGAL_TEST_NOTEBOOK_DEADLINE:-12s}"; else cell 20m; fi >"$tmp/cell.sh"
   (cd "$tmp" && env PATH="$bin:$PATH" MAKEFLAGS=n bash "$tmp/cell.sh") >"$tmp/s$session.log" 2>&1
   rc=$?
   log=$tmp/s$session.log

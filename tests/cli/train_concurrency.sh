@@ -19,8 +19,10 @@ snapshot() { (cd "$1" && find . \( -type f -o -type l \) -print0 | sort -z | xar
 frugal train "${args[@]}" --run "$t/run" --lr 0.01 --seed 1 2>"$t/first.log" &
 pid=$!
 on_exit "kill -KILL $pid 2>/dev/null"
+# Stopped after epoch 1 and its save (the save is written in the background, a few ms after the
+# line): what the second training must leave alone is then all there.
 for _ in $(seq 600); do
-  grep -q "^epoch 1/" "$t/first.log" && break
+  grep -q "^epoch 1/" "$t/first.log" && [ -f "$t/run/best.safetensors" ] && break
   kill -0 $pid 2>/dev/null || die "the first training ended early" "$t/first.log"
   sleep 0.1
 done

@@ -35,8 +35,13 @@ wrong() {
 }
 wrong "eval with the data as CKPT" photos.zip "a zip archive" frugal eval photos.zip --data photos.zip
 wrong "predict with the data as CKPT" photos.zip "a zip archive" frugal predict photos.zip photo.jpg
-wrong "export of a PyTorch .pt" model.pt "a zip archive" frugal export model.pt --format onnx -o m.onnx
-expect_msg "export of a PyTorch .pt: says how to convert it" "safetensors.torch.save_file"
+# A torch.save file is read as weights from elsewhere (docs/models.md); one holding no tensors says
+# what it lacks and how to save one, and writes nothing.
+before=$(snapshot)
+expect_exit "export of a torch.save file without tensors: exit 3" 3 frugal export model.pt --format onnx -o m.onnx
+expect_msg "...names the file and what a state dict is" "model.pt: expected a state dict"
+expect_msg "...says how to save one" "torch.save(model.state_dict(), 'weights.pth')"
+check "...wrote nothing" '[ "$(snapshot)" == "$before" ]'
 wrong "compress of a photo" photo.jpg "a JPEG image" frugal compress photo.jpg -o small.safetensors --quantize int8
 wrong "eval of a PNG" photo.png "a PNG image" frugal eval photo.png --data photos.zip
 wrong "eval of a JSON file" photos.zip.json "a JSON file" frugal eval photos.zip.json --data photos.zip

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <optional>
 
-#include "frugal/error.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/train/train.h"
 
 using namespace frugal;
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "frugal/compress.h"
-#include "frugal/error.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
 
 using namespace frugal;
 
@@ -139,14 +139,17 @@ TEST(Pruning, GlobalScopeUsesOneThresholdAcrossLayers) {
     zeros += z.sum().item<std::int64_t>();
     total += z.numel();
     per_layer.push_back(z.to(torch::kFloat64).mean().item<double>());
-    if (z.any().item<bool>()) largest_dropped = std::max(largest_dropped, before[i].abs().masked_select(z).max().item<float>());
-    if ((~z).any().item<bool>()) smallest_kept = std::min(smallest_kept, before[i].abs().masked_select(~z).min().item<float>());
+    if (z.any().item<bool>())
+      largest_dropped = std::max(largest_dropped, before[i].abs().masked_select(z).max().item<float>());
+    if ((~z).any().item<bool>())
+      smallest_kept = std::min(smallest_kept, before[i].abs().masked_select(~z).min().item<float>());
   }
   EXPECT_EQ(zeros, static_cast<std::int64_t>(0.7 * static_cast<double>(total)));
   EXPECT_LE(largest_dropped, smallest_kept);
   // Layers initialized at different scales end up pruned by different fractions.
-  EXPECT_GT(*std::max_element(per_layer.begin(), per_layer.end()) -
-                *std::min_element(per_layer.begin(), per_layer.end()), 0.05);
+  EXPECT_GT(
+      *std::max_element(per_layer.begin(), per_layer.end()) - *std::min_element(per_layer.begin(), per_layer.end()),
+      0.05);
 }
 
 TEST(Pruning, FractionOutsideZeroToOneIsAUsageError) {

@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "frugal/checkpoint.h"
-#include "frugal/compress.h"
-#include "frugal/error.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
 #include "temp_dir.h"
 
 using namespace frugal;

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/error.h"
-#include "frugal/onnx.h"
+#include "frugal/util/error.h"
+#include "frugal/compress/onnx.h"
 #include "temp_dir.h"
 
 using namespace frugal;
@@ -41,8 +41,9 @@ void randomize_norms(Model& model) {
 
 void write_raw(const fs::path& p, const torch::Tensor& t) {
   auto c = t.contiguous().to(torch::kFloat32);
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(c.data_ptr<float>()),
-                                           static_cast<std::streamsize>(c.numel() * sizeof(float)));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(c.data_ptr<float>()),
+             static_cast<std::streamsize>(c.numel() * sizeof(float)));
 }
 
 struct Case {
@@ -78,11 +79,14 @@ TEST_P(OnnxExport, MatchesFrugalsForwardInOnnxRuntime) {
   export_onnx(info, *model, dir / "model.onnx");
   write_raw(dir / "x.f32", x);
   write_raw(dir / "y.f32", y);
-  nlohmann::json spec{{"input", "x.f32"}, {"input_shape", x.sizes().vec()},
-                      {"expected", "y.f32"}, {"expected_shape", y.sizes().vec()},
-                      {"metadata", {{"frugal.model", c.name},
-                                    {"frugal.image_size", std::to_string(c.image_size)},
-                                    {"frugal.channels", std::to_string(c.channels)}}}};
+  nlohmann::json spec{{"input", "x.f32"},
+                      {"input_shape", x.sizes().vec()},
+                      {"expected", "y.f32"},
+                      {"expected_shape", y.sizes().vec()},
+                      {"metadata",
+                       {{"frugal.model", c.name},
+                        {"frugal.image_size", std::to_string(c.image_size)},
+                        {"frugal.channels", std::to_string(c.channels)}}}};
   std::ofstream(dir / "case.json") << spec.dump();
   const std::string cmd = python().string() + " " + FRUGAL_SOURCE_DIR "/tests/compress/onnx_check.py " +
                           (dir / "model.onnx").string() + " " + (dir / "case.json").string();
@@ -93,7 +97,9 @@ TEST_P(OnnxExport, MatchesFrugalsForwardInOnnxRuntime) {
 INSTANTIATE_TEST_SUITE_P(Zoo, OnnxExport,
                          ::testing::Values(Case{"cnn", 1, 28, 10}, Case{"cnn", 3, 56, 3}, Case{"resnet18", 3, 32, 5},
                                            Case{"resnet50", 3, 32, 4}, Case{"efficientnet_b0", 3, 32, 6}),
-                         [](const auto& info) { return info.param.name + "_" + std::to_string(info.param.image_size); });
+                         [](const auto& info) {
+                           return info.param.name + "_" + std::to_string(info.param.image_size);
+                         });
 
 TEST(OnnxExport, UnknownArchitectureIsUnsupported) {
   auto model = make_model("cnn", 10, 1);

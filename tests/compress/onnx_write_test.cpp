@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "budget/fault_env.h"
-#include "frugal/fs.h"
-#include "frugal/onnx.h"
+#include "frugal/util/fs.h"
+#include "frugal/compress/onnx.h"
 
 namespace fs = std::filesystem;
 

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "archive/zip_writer.h"
-#include "data/labels_csv.h"
-#include "data/npy.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/hash.h"
+#include "dataset/labels_csv.h"
+#include "dataset/npy.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/hash.h"
 #include "image/fixtures.h"
 
 using namespace frugal;
@@ -26,7 +26,15 @@ Bytes npy(const std::string& dict, const Bytes& data) {
   std::string header = dict;
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
-  Bytes b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<std::uint8_t>(header.size() & 0xff),
+  Bytes b = {0x93,
+             'N',
+             'U',
+             'M',
+             'P',
+             'Y',
+             1,
+             0,
+             static_cast<std::uint8_t>(header.size() & 0xff),
              static_cast<std::uint8_t>(header.size() >> 8)};
   b.insert(b.end(), header.begin(), header.end());
   b.insert(b.end(), data.begin(), data.end());
@@ -65,9 +73,8 @@ std::string stored_zip(const std::vector<std::pair<std::string, Bytes>>& entries
 class HostileData : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("frugal-hostile-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("frugal-hostile-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { frugal::testing::remove_tree(dir_); }
@@ -85,8 +92,7 @@ class HostileData : public ::testing::Test {
     o.workers = 1;
     Loader loader(std::move(ds), o);
     loader.start(0);
-    while (loader.next()) {
-    }
+    while (loader.next()) {}
     return {loader.samples_seen(), loader.samples_bad()};
   }
   std::filesystem::path dir_;
@@ -124,20 +130,30 @@ TEST(NpyHeader, NumbersOutOfRangeAreBadInputNotStdOutOfRange) {
 }
 
 TEST(NpyHeader, NegativeDimensionsAndUnknownKeysAreRefused) {
-  expect_invalid([&] { frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (-1, 2), }", {}), "n"); },
-                 "non-negative");
-  expect_invalid([&] { frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2,), 'x': 1}", {1, 2}), "k"); },
-                 "'x'");
-  expect_invalid([&] { frugal::detail::parse_npy(npy("{'descr': '|u1', 'shape': (2,), }", {1, 2}), "m"); }, "fortran_order");
+  expect_invalid(
+      [&] { frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (-1, 2), }", {}), "n"); },
+      "non-negative");
+  expect_invalid(
+      [&] {
+        frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2,), 'x': 1}", {1, 2}), "k");
+      },
+      "'x'");
+  expect_invalid(
+      [&] {
+        frugal::detail::parse_npy(npy("{'descr': '|u1', 'shape': (2,), }", {1, 2}), "m");
+      },
+      "fortran_order");
 }
 
 TEST(NpyHeader, WhatNumpyWritesStillParses) {
-  auto h = frugal::detail::parse_npy(npy("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }", {1, 0, 0xff, 0xff, 2, 0}),
-                             "ok.npy");
+  auto h = frugal::detail::parse_npy(
+      npy("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }", {1, 0, 0xff, 0xff, 2, 0}), "ok.npy");
   EXPECT_EQ(h.shape, (std::vector<std::int64_t>{3}));
-  EXPECT_EQ(frugal::detail::npy_int(h, npy("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }", {1, 0, 0xff, 0xff, 2, 0}), 1),
+  EXPECT_EQ(frugal::detail::npy_int(
+                h, npy("{'descr': '<i2', 'fortran_order': False, 'shape': (3,), }", {1, 0, 0xff, 0xff, 2, 0}), 1),
             -1);
-  auto py2 = frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2L, 1L), }", {7, 8}), "py2");
+  auto py2 =
+      frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (2L, 1L), }", {7, 8}), "py2");
   EXPECT_EQ(py2.shape, (std::vector<std::int64_t>{2, 1}));
   auto scalar = frugal::detail::parse_npy(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (), }", {7}), "0d");
   EXPECT_TRUE(scalar.shape.empty());
@@ -243,7 +259,8 @@ TEST_F(HostileData, AStoredArrayFailingItsCrcMakesEachOfItsSamplesBad) {
 }
 
 TEST(LabelsCsv, PathsAreNormalisedAndConflictsAndEscapesRefused) {
-  auto t = frugal::detail::parse_labels_csv("\xEF\xBB\xBFpath,label\r\n./d/a.jpg,cat\nd//b,with comma.jpg,\"dog\"\n", "l.csv");
+  auto t = frugal::detail::parse_labels_csv("\xEF\xBB\xBFpath,label\r\n./d/a.jpg,cat\nd//b,with comma.jpg,\"dog\"\n",
+                                            "l.csv");
   EXPECT_EQ(t, (std::map<std::string, std::string>{{"d/a.jpg", "cat"}, {"d/b,with comma.jpg", "dog"}}));
   expect_invalid([] { frugal::detail::parse_labels_csv("a.jpg,cat\nb.jpg\n", "l.csv"); }, "l.csv:2");
   expect_invalid([] { frugal::detail::parse_labels_csv("a.jpg,cat\n./a.jpg,dog\n", "l.csv"); }, "l.csv:2");

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "data/data_fixtures.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -203,8 +203,7 @@ TEST_F(LoaderTest, TooManyBadImagesStopWithCountsAndAnExample) {
   Loader loader(ds, o);
   loader.start(0);
   try {
-    while (loader.next()) {
-    }
+    while (loader.next()) {}
     FAIL() << "3% bad images were accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid);
@@ -222,6 +221,21 @@ TEST(Normalize, IsScaledAndStandardisedPerChannel) {
   EXPECT_TRUE(torch::allclose(y, expected, 1e-5, 1e-6)) << y;
   auto g = normalize(torch::full({1, 1, 1, 1}, 255, torch::kUInt8), {0.1f, 0.2f, 0.3f}, {0.5f, 0.5f, 0.5f});
   EXPECT_NEAR(g.item<float>(), (1.0f - 0.2f) / 0.5f, 1e-5);
+}
+
+// The one rule both loaders' normalisation reads (the GPU loader's kernel statistics too).
+TEST(Normalize, ChannelStatisticsAreOneRuleForGrayRgbAndOneValue) {
+  EXPECT_EQ(channel_statistics({0.1f, 0.2f, 0.3f}, 3, "mean"), (std::vector<float>{0.1f, 0.2f, 0.3f}));
+  EXPECT_EQ(channel_statistics({0.5f}, 3, "mean"), (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  const auto gray = channel_statistics({0.1f, 0.2f, 0.3f}, 1, "mean");
+  ASSERT_EQ(gray.size(), 1u);
+  EXPECT_NEAR(gray[0], 0.2f, 1e-6);
+  try {
+    channel_statistics({0.1f, 0.2f}, 3, "std");
+    FAIL() << "2 values for 3 channels were taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+  }
 }
 
 TEST(EpochOrder, IsAPermutationFixedBySeedAndEpoch) {

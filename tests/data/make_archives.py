@@ -57,6 +57,29 @@ np.save(out / "npy_x.npy", x)
 write("npy_files.zip", [(f"{c}/{i}.npy", npy_bytes(rng.integers(0, 256, (20, 24, 3), dtype=np.uint8)))
                         for c in ("a", "b") for i in range(4)])
 
+# Images as they come: a class of WebP files only, one of GIF, BMP, TIFF, PNG and JPEG (a phone
+# photo turned by EXIF among them), a class of HEIC photos only (recognised, not read), empty
+# files, an AVIF, a text file: each skipped file counted by its reason.
+def heic_bytes(brand=b"heic"):
+    return b"\0\0\0\x18ftyp" + brand + b"\0\0\0\0mif1" + brand + bytes(rng.integers(0, 256, 200, dtype=np.uint8))
+
+def exif_jpeg(orientation):
+    ex = Image.Exif(); ex[0x0112] = orientation
+    return img_bytes("JPEG", w=48, h=30, quality=90, exif=ex.tobytes())
+
+files = [(f"shapes/webp_only/{i}.webp", img_bytes("WEBP", quality=80)) for i in range(6)]
+files += [("shapes/mixed/a.gif", img_bytes("GIF")), ("shapes/mixed/b.bmp", img_bytes("BMP")),
+          ("shapes/mixed/c.tif", img_bytes("TIFF")), ("shapes/mixed/d.png", img_bytes("PNG")),
+          ("shapes/mixed/e.jpg", img_bytes("JPEG")), ("shapes/mixed/turned.jpg", exif_jpeg(6)),
+          ("shapes/mixed/empty.jpg", b""), ("shapes/webp_only/empty.webp", b""),
+          ("shapes/webp_only/x.avif", heic_bytes(b"avif")), ("shapes/notes.txt", b"shapes, drawn by hand\n")]
+files += [(f"shapes/phone/IMG_{i:04d}.HEIC", heic_bytes()) for i in range(4)]
+write("formats.zip", files)
+write("formats_deflated.zip", files, zipfile.ZIP_DEFLATED)
+# One class of JPEGs beside one of HEIC photos: training would find only one class.
+files = [(f"set/a/{i}.jpg", img_bytes("JPEG")) for i in range(3)] + [(f"set/b/{i}.heic", heic_bytes()) for i in range(3)]
+write("one_readable_class.zip", files)
+
 # Grayscale PNGs of 28 px (Fashion-MNIST-like): one channel, small-image transforms.
 write("gray28.zip", [(f"{c}/{i}.png", img_bytes("PNG", 28, 28, "L")) for c in ("0", "1", "2") for i in range(20)])
 

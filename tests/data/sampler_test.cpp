@@ -8,9 +8,9 @@
 
 #include "data/data_fixtures.h"
 #include "data/batch_queue.h"
-#include "data/sampler.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
+#include "frugal/dataset/sampler.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -49,8 +49,8 @@ TEST(EpochPlan, RanksSplitEachGlobalBatchIntoDisjointContiguousParts) {
       for (int W : {1, 2, 3, 4}) {
         for (bool drop_last : {false, true}) {
           for (std::int64_t start : {std::int64_t{0}, static_cast<std::int64_t>(n / 2)}) {
-            SCOPED_TRACE(::testing::Message() << "n=" << n << " B=" << B << " W=" << W << " start=" << start
-                                              << " drop_last=" << drop_last);
+            SCOPED_TRACE(::testing::Message()
+                         << "n=" << n << " B=" << B << " W=" << W << " start=" << start << " drop_last=" << drop_last);
             LoaderOptions one = options(B * W);
             one.drop_last = drop_last;
             auto whole = EpochPlan::make(n, one, 1, start, "t");

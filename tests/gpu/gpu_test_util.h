@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "frugal/image.h"
+#include "frugal/image/image.h"
 
 namespace frugal::testing {
 

@@ -72,7 +72,9 @@ std::vector<float> run_kernel(const std::vector<Case>& cases, gpu::OutputType ty
 std::vector<Case> cases(int channels) {
   std::vector<Case> v;
   for (std::uint64_t s = 0; s < 6; ++s) {
-    Case k{testing::test_image(200 + 37 * static_cast<int>(s), 150 + 11 * static_cast<int>(s), channels, s), {}, s * 31 + 1};
+    Case k{testing::test_image(200 + 37 * static_cast<int>(s), 150 + 11 * static_cast<int>(s), channels, s),
+           {},
+           s * 31 + 1};
     k.t.image_size = 64;
     k.t.train = s != 5;  // one resize + center crop among the random crops
     v.push_back(std::move(k));

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "gpu/gpu_test_util.h"
 #include "frugal/gpu/plan.h"
 
@@ -50,7 +50,7 @@ TEST(GpuPlan, KernelMathMatchesCpuRandomResizedCropAndFlip) {
     EXPECT_LE(max_level_diff(img, t, seed * 7919 + 3, &flipped), 1.0f) << "seed " << seed;
     flips += flipped;
   }
-  EXPECT_GT(flips, 0);   // both branches of the flip were compared
+  EXPECT_GT(flips, 0);  // both branches of the flip were compared
   EXPECT_LT(flips, 24);
 }
 
@@ -124,11 +124,11 @@ void expect_gpu_plan_is_cpu_plan(int w, int h, const TransformOptions& t, std::u
 }
 
 TEST(GpuPlan, GpuJobIsTheCpuCropPlanForManySamplesSizesAndModes) {
-  const std::pair<int, int> sizes[] = {
-      {1, 1},        {2, 1},         {1, 2},          {3, 3},         {7, 5},          {64, 64},
-      {65, 40},      {224, 224},     {257, 190},      {500, 375},     {375, 500},      {640, 480},
-      {4032, 3024},  {30000, 20000}, {46340, 46340},  {1000, 10},     {10, 1000},      {1, 3000},
-      {3000, 1},     {100000, 3},    {1, 8'388'607},  {1, 8'388'608}, {10'000'000, 1}, {2, 89'478'485}};
+  const std::pair<int, int> sizes[] = {{1, 1},         {2, 1},         {1, 2},          {3, 3},         {7, 5},
+                                       {64, 64},       {65, 40},       {224, 224},      {257, 190},     {500, 375},
+                                       {375, 500},     {640, 480},     {4032, 3024},    {30000, 20000}, {46340, 46340},
+                                       {1000, 10},     {10, 1000},     {1, 3000},       {3000, 1},      {100000, 3},
+                                       {1, 8'388'607}, {1, 8'388'608}, {10'000'000, 1}, {2, 89'478'485}};
   int checked = 0, refused = 0, flips = 0;
   for (bool train : {true, false})
     for (int size : {7, 32, 96, 224, 225})

@@ -15,11 +15,11 @@
 #include <cstdlib>
 
 #include "data/data_fixtures.h"
-#include "frugal/checkpoint.h"
-#include "frugal/data.h"
-#include "frugal/gpu_loader.h"
-#include "frugal/models.h"
-#include "frugal/train.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/data/loader.h"
+#include "frugal/data/gpu_loader.h"
+#include "frugal/models/models.h"
+#include "frugal/train/train.h"
 #include "frugal/gpu/plan.h"
 #include "train/device.h"
 
@@ -118,7 +118,8 @@ TEST(GpuTrain, GpuMemoryCapIsSetOnAnInitialisedAllocatorAndLeavesOutWhatIsInUse)
   EXPECT_LT(f, 0.5);  // the context and whatever else is in use came off
   EXPECT_NE(line.find("already held"), std::string::npos) << line;
   // Past the cap: the allocator refuses although the device has room.
-  EXPECT_THROW(torch::empty({static_cast<std::int64_t>(total * 6 / 10)}, torch::TensorOptions().dtype(torch::kUInt8).device(kGpu)),
+  EXPECT_THROW(torch::empty({static_cast<std::int64_t>(total * 6 / 10)},
+                            torch::TensorOptions().dtype(torch::kUInt8).device(kGpu)),
                c10::OutOfMemoryError);
   c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, 0);
   c10::cuda::CUDACachingAllocator::emptyCache();

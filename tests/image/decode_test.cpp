@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 #include "image/fixtures.h"
 
 namespace fs = std::filesystem;
@@ -44,8 +44,8 @@ TEST_P(DecodeAgainstPil, RgbAndGrayMatchPil) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, DecodeAgainstPil,
                          ::testing::Values("baseline.jpg", "baseline444.jpg", "progressive.jpg", "gray_jpeg.jpg",
-                                           "cmyk.jpg", "rgb.png", "gray.png", "palette.png", "rgba.png",
-                                           "la.png", "rgb16.png", "gray16.png"),
+                                           "cmyk.jpg", "rgb.png", "gray.png", "palette.png", "rgba.png", "la.png",
+                                           "rgb16.png", "gray16.png"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s)

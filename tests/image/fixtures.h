@@ -14,7 +14,8 @@
 
 #include <unistd.h>
 
-#include "frugal/image.h"
+#include "frugal/image/image.h"
+#include "made_once.h"
 
 namespace frugal::testing {
 
@@ -39,24 +40,19 @@ inline void remove_tree(const std::filesystem::path& p) {
   if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not remove " << p;
 }
 
-// The image fixtures, made once per build tree (again when the script changes); empty path when
+// The fixtures a script makes (tests/image/make_*.py) in test-fixtures/<name>; empty path when
 // they cannot be made.
-inline std::filesystem::path image_fixtures() {
-  namespace fs = std::filesystem;
-  const char* script = "tests/image/make_fixtures.py";
-  fs::path dir = fs::path(FRUGAL_BINARY_DIR) / "test-fixtures/image";
-  fs::path stamp = dir / "done";
-  fs::path src = fs::path(FRUGAL_SOURCE_DIR) / script;
-  std::error_code ec;
-  if (fs::exists(stamp) && fs::last_write_time(stamp, ec) >= fs::last_write_time(src, ec)) return dir;
-  // CTest runs tests in parallel processes: make them aside and move them in whole.
-  fs::path tmp = dir.string() + ".tmp." + std::to_string(::getpid());
-  if (!run_python(script, tmp.string())) return {};
-  std::ofstream(tmp / "done") << "ok\n";
-  if (fs::exists(stamp) && fs::last_write_time(stamp, ec) < fs::last_write_time(src, ec)) remove_tree(dir);
-  fs::rename(tmp, dir, ec);
-  if (ec) remove_tree(tmp);
-  return dir;
+inline std::filesystem::path fixtures_made_by(const char* script, const char* name) {
+  return made_once(std::filesystem::path(FRUGAL_BINARY_DIR) / "test-fixtures" / name,
+                   std::filesystem::path(FRUGAL_SOURCE_DIR) / script,
+                   [&](const std::filesystem::path& tmp) { return run_python(script, tmp.string()); });
+}
+
+// JPEG and PNG images of every kind (tests/image/make_fixtures.py).
+inline std::filesystem::path image_fixtures() { return fixtures_made_by("tests/image/make_fixtures.py", "image"); }
+// WebP, GIF, BMP and TIFF images and EXIF-oriented photos (tests/image/make_format_fixtures.py).
+inline std::filesystem::path format_fixtures() {
+  return fixtures_made_by("tests/image/make_format_fixtures.py", "formats");
 }
 
 inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& p) {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/fixtures.h"
 #include "image/jpeg_huffman.h"
@@ -61,18 +61,18 @@ class FastHuffman : public ::testing::Test {
 };
 std::filesystem::path FastHuffman::dir_;
 
-const CropBox kBoxes[] = {{0, 0, 333, 251}, {15, 17, 33, 31}, {0, 200, 40, 51}, {300, 220, 33, 31},
-                          {47, 95, 200, 150}, {161, 0, 100, 251}};
+const CropBox kBoxes[] = {{0, 0, 333, 251},   {15, 17, 33, 31},   {0, 200, 40, 51},
+                          {300, 220, 33, 31}, {47, 95, 200, 150}, {161, 0, 100, 251}};
 
 TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
   // Baseline 4:2:0, 4:4:4, 4:2:2, gray and CMYK (one interleaved scan with 1 to 6 blocks per MCU),
   // with restart markers every 5 MCUs and every MCU row, with optimised Huffman tables (4:2:0,
   // 4:4:4, gray), and progressive (PIL's ten scans: DC first and refinement, AC first and
   // refinement).
-  for (const char* name : {"large420.jpg", "large444.jpg", "large422.jpg", "large_gray.jpg", "large_cmyk.jpg",
-                           "large_restart.jpg", "large_restart_rows.jpg", "large_optimized.jpg",
-                           "large444_optimized.jpg", "large_gray_optimized.jpg", "large_progressive.jpg",
-                           "progressive.jpg"}) {
+  for (const char* name :
+       {"large420.jpg", "large444.jpg", "large422.jpg", "large_gray.jpg", "large_cmyk.jpg", "large_restart.jpg",
+        "large_restart_rows.jpg", "large_optimized.jpg", "large444_optimized.jpg", "large_gray_optimized.jpg",
+        "large_progressive.jpg", "progressive.jpg"}) {
     const auto bytes = fixture(name);
     const ImageInfo info = read_image_info(bytes, name, 1u << 30);
     for (int channels : {0, 1, 3})
@@ -88,8 +88,7 @@ TEST_F(FastHuffman, DecodesEveryKindOfJpegItTakesAsLibjpegDoes) {
           const auto after = detail::fast_huffman_counts();
           Outcome ref = decode(bytes, b, o, EntropyDecoder::libjpeg);
           const std::string what = std::string(name) + " channels " + std::to_string(channels) + " min " +
-                                   std::to_string(min_side) + " box " + std::to_string(b.x) + "," +
-                                   std::to_string(b.y);
+                                   std::to_string(min_side) + " box " + std::to_string(b.x) + "," + std::to_string(b.y);
           // The fast decoder really ran, to the end: a test that only compared libjpeg with
           // itself would pass as well.
           EXPECT_EQ(after.used, before.used + 1) << what;
@@ -125,10 +124,10 @@ std::vector<std::vector<std::uint8_t>> huffman_bits(const std::vector<std::uint8
 // tables are, so the check can tell them apart).
 TEST_F(FastHuffman, OptimisedFixturesCarryTheirOwnHuffmanTables) {
   const std::vector<std::vector<std::uint8_t>> standard = {
-      {0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},         // DC luminance
-      {0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},         // DC chrominance
-      {0, 2, 1, 3, 3, 2, 4, 3, 5, 5, 4, 4, 0, 0, 1, 0x7d},      // AC luminance
-      {0, 2, 1, 2, 4, 4, 3, 4, 7, 5, 4, 4, 0, 1, 2, 0x77}};     // AC chrominance
+      {0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},      // DC luminance
+      {0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},      // DC chrominance
+      {0, 2, 1, 3, 3, 2, 4, 3, 5, 5, 4, 4, 0, 0, 1, 0x7d},   // AC luminance
+      {0, 2, 1, 2, 4, 4, 3, 4, 7, 5, 4, 4, 0, 1, 2, 0x77}};  // AC chrominance
   auto is_standard = [&](const std::vector<std::uint8_t>& t) {
     return std::find(standard.begin(), standard.end(), t) != standard.end();
   };
@@ -190,8 +189,8 @@ std::size_t scan_start(const std::vector<std::uint8_t>& b) {
 TEST_F(FastHuffman, DamagedStreamsEndAsWithLibjpeg) {
   std::mt19937 rng(11);
   int gave_up = 0, refused = 0, decoded = 0;
-  for (const char* name : {"large420.jpg", "large444.jpg", "large_gray.jpg", "large_restart.jpg",
-                           "large_progressive.jpg"}) {
+  for (const char* name :
+       {"large420.jpg", "large444.jpg", "large_gray.jpg", "large_restart.jpg", "large_progressive.jpg"}) {
     const auto clean = fixture(name);
     const std::size_t start = scan_start(clean);
     ASSERT_GT(start, 0u);
@@ -199,11 +198,21 @@ TEST_F(FastHuffman, DamagedStreamsEndAsWithLibjpeg) {
       auto bytes = clean;
       const std::size_t at = start + rng() % (bytes.size() - 2 - start);
       switch (trial % 5) {
-        case 0: bytes[at] ^= static_cast<std::uint8_t>(1 << (rng() % 8)); break;
-        case 1: bytes[at] = static_cast<std::uint8_t>(rng()); break;
-        case 2: bytes[at] = 0xFF, bytes[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 8); break;  // RSTn
-        case 3: bytes.resize(at); break;                                                             // cut
-        case 4: for (std::size_t i = at; i < std::min(bytes.size() - 2, at + 64); ++i) bytes[i] = 0; break;
+        case 0:
+          bytes[at] ^= static_cast<std::uint8_t>(1 << (rng() % 8));
+          break;
+        case 1:
+          bytes[at] = static_cast<std::uint8_t>(rng());
+          break;
+        case 2:
+          bytes[at] = 0xFF, bytes[at + 1] = static_cast<std::uint8_t>(0xD0 + rng() % 8);
+          break;  // RSTn
+        case 3:
+          bytes.resize(at);
+          break;  // cut
+        case 4:
+          for (std::size_t i = at; i < std::min(bytes.size() - 2, at + 64); ++i) bytes[i] = 0;
+          break;
       }
       const CropBox box = kBoxes[trial % std::size(kBoxes)];
       const auto before = detail::fast_huffman_counts();

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <fstream>
 
-#include "frugal/image.h"
+#include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/fixtures.h"
 
@@ -50,13 +50,15 @@ TEST_F(PngReduced, AReducedDecodeIsTheBlockMeansOfAFullDecode) {
       DecodeOptions d;
       d.channels = channels;
       const Image full = decode_image(bytes, d, name);
-      for (auto [box, f] : {std::pair{CropBox{0, 0, 1003, 755}, 4}, {CropBox{101, 37, 500, 333}, 3},
-                            {CropBox{998, 750, 5, 5}, 2}, {CropBox{13, 700, 990, 55}, 7}}) {
+      for (auto [box, f] : {std::pair{CropBox{0, 0, 1003, 755}, 4},
+                            {CropBox{101, 37, 500, 333}, 3},
+                            {CropBox{998, 750, 5, 5}, 2},
+                            {CropBox{13, 700, 990, 55}, 7}}) {
         Image reduced;
         const detail::ReducedRegion r = detail::png_decode_reduced(bytes, box, f, d, name, reduced);
         const Image want = block_means(full, box, f);
-        EXPECT_EQ(reduced.pixels, want.pixels) << name << " channels " << channels << " box " << box.x << ","
-                                               << box.y << " factor " << f;
+        EXPECT_EQ(reduced.pixels, want.pixels)
+            << name << " channels " << channels << " box " << box.x << "," << box.y << " factor " << f;
         EXPECT_DOUBLE_EQ(r.x0, double(box.x) / f - box.x / f);
         EXPECT_NEAR(r.y1 - r.y0, double(box.height) / f, 1e-9);
       }

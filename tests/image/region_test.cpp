@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/fixtures.h"
 
@@ -31,8 +31,8 @@ fs::path RegionDecode::dir_;
 
 // Boxes on, just before and just after the 8 and 16 px iMCU boundaries, and touching every edge
 // of the 333x251 images (whose last iMCU row and column are partial).
-const CropBox kBoxes[] = {{0, 0, 333, 251},  {16, 16, 100, 80}, {15, 17, 33, 31},  {17, 15, 64, 64},
-                          {31, 8, 1, 1},     {0, 200, 40, 51},  {290, 0, 43, 30},  {300, 220, 33, 31},
+const CropBox kBoxes[] = {{0, 0, 333, 251},   {16, 16, 100, 80}, {15, 17, 33, 31}, {17, 15, 64, 64},
+                          {31, 8, 1, 1},      {0, 200, 40, 51},  {290, 0, 43, 30}, {300, 220, 33, 31},
                           {161, 120, 90, 77}, {47, 95, 200, 150}};
 
 // The box's pixels in `region` (placed by r, at scale 8/8) against the same pixels of `full`.
@@ -59,9 +59,8 @@ TEST_P(RegionDecode, FullScaleBoxEqualsTheFullDecode) {
       Image region;
       JpegRegion r = decode_jpeg_region(bytes_, b, o, GetParam(), region);
       ASSERT_EQ(region.channels, full.channels);
-      EXPECT_EQ(max_diff_in_box(full, b, region, r), 0)
-          << GetParam() << " channels " << channels << " box " << b.x << "," << b.y << " " << b.width << "x"
-          << b.height;
+      EXPECT_EQ(max_diff_in_box(full, b, region, r), 0) << GetParam() << " channels " << channels << " box " << b.x
+                                                        << "," << b.y << " " << b.width << "x" << b.height;
     }
   }
 }
@@ -99,7 +98,8 @@ TEST_P(RegionDecode, ScaledBoxEqualsTheScaledFullDecode) {
       const int C = full.channels;
       for (int y = y0; y < y1; ++y)
         for (int x = x0 * C; x < x1 * C; ++x)
-          worst = std::max(worst, std::abs(full.row(y)[x] - region.row(y - static_cast<int>(dy))[x - static_cast<int>(dx) * C]));
+          worst = std::max(
+              worst, std::abs(full.row(y)[x] - region.row(y - static_cast<int>(dy))[x - static_cast<int>(dx) * C]));
       EXPECT_EQ(worst, 0) << GetParam() << " scale " << m << "/8 box " << b.x << "," << b.y << " " << b.width << "x"
                           << b.height;
     }

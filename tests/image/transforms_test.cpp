@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <regex>
 
-#include "frugal/error.h"
-#include "frugal/image.h"
+#include "frugal/util/error.h"
+#include "frugal/image/image.h"
 #include "image/fixtures.h"
 #include "image/resize.h"
 
@@ -62,7 +62,8 @@ TEST_F(ResizeAgainstPil, ResizeCenterCropMatchesTorchvision) {
   for (auto [shorter, size] : {std::pair{64, 56}, {97, 97}, {40, 32}}) {
     Image got;
     resize_center_crop(src, shorter, size, got);
-    Diff d = diff(got, read_raw(dir_ / ("centercrop_" + std::to_string(shorter) + "_" + std::to_string(size) + ".rgb"), 3));
+    Diff d =
+        diff(got, read_raw(dir_ / ("centercrop_" + std::to_string(shorter) + "_" + std::to_string(size) + ".rgb"), 3));
     EXPECT_LE(d.max, 1) << shorter << " " << size;
   }
 }
@@ -70,9 +71,12 @@ TEST_F(ResizeAgainstPil, ResizeCenterCropMatchesTorchvision) {
 TEST(Resize, FastPathEqualsReference) {
   for (int c : {1, 3}) {
     Image src = synthetic(157, 113, c, 3 + c);
-    struct Case { double x0, y0, x1, y1; int w, h; };
-    for (Case k : {Case{0, 0, 157, 113, 224, 224}, Case{3.5, 2.25, 150.75, 100, 37, 29},
-                   Case{10, 10, 20, 30, 64, 64}, Case{0, 0, 157, 113, 9, 7}}) {
+    struct Case {
+      double x0, y0, x1, y1;
+      int w, h;
+    };
+    for (Case k : {Case{0, 0, 157, 113, 224, 224}, Case{3.5, 2.25, 150.75, 100, 37, 29}, Case{10, 10, 20, 30, 64, 64},
+                   Case{0, 0, 157, 113, 9, 7}}) {
       Image fast, ref;
       resize_bilinear(src, k.x0, k.y0, k.x1, k.y1, k.w, k.h, fast);
       resize_bilinear_reference(src, k.x0, k.y0, k.x1, k.y1, k.w, k.h, ref);
@@ -276,7 +280,8 @@ TEST(CropPlan, TransformImageCarriesOutThePlan) {
             apply_crop_plan(src, plan_crop(t, seed, w, h), tmp, got);
             ASSERT_EQ(got.width, t.image_size);
             ASSERT_EQ(got.height, t.image_size);
-            ASSERT_EQ(got.pixels, want.pixels) << w << "x" << h << " c" << c << " train " << train << " small " << small;
+            ASSERT_EQ(got.pixels, want.pixels)
+                << w << "x" << h << " c" << c << " train " << train << " small " << small;
           }
 }
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "frugal/models.h"
+#include "frugal/models/models.h"
 #include "models/layers.h"
 
 namespace frugal {

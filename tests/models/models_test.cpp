@@ -3,8 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "frugal/error.h"
-#include "frugal/models.h"
+#include "frugal/util/error.h"
+#include "frugal/models/models.h"
+#include "frugal/run/train_config.h"
 #include "models/safetensors_read.h"
 
 namespace frugal {
@@ -22,8 +23,8 @@ const fs::path& fixture_dir() {
   static fs::path dir = [] {
     fs::path d = fs::temp_directory_path() / ("frugal-models-test-" + std::to_string(::getpid()));
     fs::create_directories(d);
-    std::string cmd = "'" + python() + "' '" + FRUGAL_SOURCE_DIR + "/tests/models/export_fixtures.py' '" +
-                      d.string() + "' 64 resnet18 resnet50 efficientnet_b0";
+    std::string cmd = "'" + python() + "' '" + FRUGAL_SOURCE_DIR + "/tests/models/export_fixtures.py' '" + d.string() +
+                      "' 64 resnet18 resnet50 efficientnet_b0";
     if (std::system(cmd.c_str()) != 0) return fs::path();
     return d;
   }();
@@ -121,6 +122,9 @@ void expect_checkpoint_same_grads(const std::string& name, int channels, int siz
 TEST(Models, GradCheckpointGivesSameGradientsCnn) { expect_checkpoint_same_grads("cnn", 1, 28); }
 TEST(Models, GradCheckpointGivesSameGradientsResnet18) { expect_checkpoint_same_grads("resnet18", 3, 16); }
 TEST(Models, GradCheckpointGivesSameGradientsEfficientNet) { expect_checkpoint_same_grads("efficientnet_b0", 3, 16); }
+
+// --model is validated by the torch-free run library (run/train_config.h): its list is the zoo's.
+TEST(Models, TheOptionsListOfModelNamesIsTheZoos) { EXPECT_EQ(model_names(), zoo_model_names()); }
 
 }  // namespace
 }  // namespace frugal

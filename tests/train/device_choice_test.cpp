@@ -2,7 +2,7 @@
 // rule is held on a machine without a GPU.
 #include <gtest/gtest.h>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 #include "train/device.h"
 
 namespace frugal {

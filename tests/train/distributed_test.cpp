@@ -21,10 +21,10 @@
 #include <map>
 #include <thread>
 
-#include "data/sampler.h"
-#include "frugal/error.h"
-#include "frugal/models.h"
-#include "frugal/train.h"
+#include "frugal/dataset/sampler.h"
+#include "frugal/util/error.h"
+#include "frugal/models/models.h"
+#include "frugal/train/train.h"
 #include "models/layers.h"
 #include "train/distributed.h"
 
@@ -55,19 +55,16 @@ struct Tiny : Model {
 };
 
 struct Case {
-  bool norm = false;   // with a batch norm, synchronised over the ranks
-  int accum = 1;       // global batches per optimizer step
-  int inf_step = -1;   // rank 1 puts an inf in its gradients at this step
+  bool norm = false;         // with a batch norm, synchronised over the ranks
+  int accum = 1;             // global batches per optimizer step
+  int inf_step = -1;         // rank 1 puts an inf in its gradients at this step
   bool bucket_views = true;  // gradients prepared as views of the buckets, as the trainer does
 };
 
 Case find_case(const std::string& name) {
   static const std::map<std::string, Case> cases{
-      {"plain", {false, 1, -1, true}},
-      {"accum", {false, 2, -1, true}},
-      {"syncbn", {true, 2, -1, true}},
-      {"inf", {false, 1, 2, true}},
-      {"copied", {false, 2, -1, false}},  // gradients backward made itself, copied into the buckets
+      {"plain", {false, 1, -1, true}}, {"accum", {false, 2, -1, true}},   {"syncbn", {true, 2, -1, true}},
+      {"inf", {false, 1, 2, true}},    {"copied", {false, 2, -1, false}},  // gradients backward made itself, copied into the buckets
   };
   return cases.at(name);
 }
@@ -284,7 +281,8 @@ TEST(DistributedChild, Rank) {
   const std::string out = std::getenv("FRUGAL_DIST_OUT");
   auto env = dist_env();
   ASSERT_TRUE(env.has_value());
-  auto group = ProcessGroup::join(*env, torch::kCPU, std::chrono::milliseconds(std::atoi(std::getenv("FRUGAL_DIST_TIMEOUT_MS"))));
+  auto group = ProcessGroup::join(*env, torch::kCPU,
+                                  std::chrono::milliseconds(std::atoi(std::getenv("FRUGAL_DIST_TIMEOUT_MS"))));
   const std::string which = name;
   if (which == "die" || which == "hang") {
     std::vector<torch::Tensor> t{torch::ones({4})};
@@ -369,13 +367,21 @@ TEST(DistEnv, WorldSizeAbsentOrOneIsOneProcess) {
   EXPECT_FALSE(dist_env_from(get));
   vars["WORLD_SIZE"] = "1";
   EXPECT_FALSE(dist_env_from(get));
-  vars = {{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+  vars = {{"WORLD_SIZE", "1"},
+          {"RANK", "0"},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", "29500"},
           {"FRUGAL_FORCE_GROUP", "1"}};  // a group of one, to measure what a group costs
   auto one = dist_env_from(get);
   ASSERT_TRUE(one);
   EXPECT_EQ(one->world, 1);
-  vars = {{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-          {"MASTER_ADDR", "node1"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+  vars = {{"WORLD_SIZE", "4"},
+          {"RANK", "3"},
+          {"LOCAL_RANK", "1"},
+          {"LOCAL_WORLD_SIZE", "2"},
+          {"MASTER_ADDR", "node1"},
+          {"MASTER_PORT", "29500"},
+          {"TORCHELASTIC_USE_AGENT_STORE", "True"},
           {"TORCHELASTIC_RESTART_COUNT", "2"}};
   auto e = dist_env_from(get);
   ASSERT_TRUE(e);

@@ -6,8 +6,8 @@
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 
-#include "frugal/models.h"
-#include "frugal/train.h"
+#include "frugal/models/models.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {

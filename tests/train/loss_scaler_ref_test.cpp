@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include "frugal/safetensors.h"
-#include "frugal/train.h"
+#include "frugal/checkpoint/safetensors.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <c10/util/Exception.h>
 
-#include "frugal/oom.h"
-#include "frugal/error.h"
-#include "frugal/train.h"
+#include "frugal/data/oom.h"
+#include "frugal/util/error.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {
@@ -288,13 +288,16 @@ TEST(Evaluate, OutOfMemoryForASingleImageIsABudgetError) {
   EvalOptions e;
   e.before_forward = [](std::int64_t) { TORCH_CHECK_WITH(OutOfMemoryError, false, "injected"); };
   try {
-    evaluate(*model, [&](torch::Tensor& images, torch::Tensor& labels) {
-      if (given) return false;
-      given = true;
-      images = data[0].first;
-      labels = data[0].second;
-      return true;
-    }, 3, StepOptions{}, &e);
+    evaluate(
+        *model,
+        [&](torch::Tensor& images, torch::Tensor& labels) {
+          if (given) return false;
+          given = true;
+          images = data[0].first;
+          labels = data[0].second;
+          return true;
+        },
+        3, StepOptions{}, &e);
     FAIL() << "no error";
   } catch (const Error& err) {
     EXPECT_EQ(err.kind(), ErrorKind::budget);
@@ -310,7 +313,8 @@ TEST(RetryAfterOom, RetriesOnceThenFallsBack) {
     ++attempts;
     TORCH_CHECK(false, "CUDA error: out of memory");
   };
-  int v = retry_after_oom<int>(oom, [&] { ++releases; }, [] { return 7; }, &fell_back);
+  int v = retry_after_oom<int>(
+      oom, [&] { ++releases; }, [] { return 7; }, &fell_back);
   EXPECT_EQ(v, 7);
   EXPECT_TRUE(fell_back);
   EXPECT_EQ(attempts, 2);
@@ -321,12 +325,16 @@ TEST(RetryAfterOom, RetriesOnceThenFallsBack) {
     if (attempts++ == 0) TORCH_CHECK_WITH(OutOfMemoryError, false, "injected");
     return 3;
   };
-  EXPECT_EQ(retry_after_oom<int>(once, [&] { ++releases; }, [] { return 7; }, &fell_back), 3);
+  EXPECT_EQ(retry_after_oom<int>(
+                once, [&] { ++releases; }, [] { return 7; }, &fell_back),
+            3);
   EXPECT_FALSE(fell_back);
   EXPECT_EQ(releases, 1);
 
   auto broken = []() -> int { TORCH_CHECK(false, "CUDA error: an illegal memory access"); };
-  EXPECT_THROW(retry_after_oom<int>(broken, [] {}, [] { return 7; }), c10::Error);
+  EXPECT_THROW(retry_after_oom<int>(
+                   broken, [] {}, [] { return 7; }),
+               c10::Error);
 }
 
 }  // namespace

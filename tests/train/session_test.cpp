@@ -14,12 +14,15 @@
 #include <sstream>
 
 #include "../budget/fault_env.h"
-#include "frugal/checkpoint_files.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/pack.h"
-#include "frugal/progress.h"
-#include "frugal/train.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/checkpoint/safetensors.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/models/models.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/archive/pack.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {
@@ -401,7 +404,8 @@ TEST_F(SessionTest, AMetricsFileLinkingOutOfTheRunFolderIsRefusedBeforeTraining)
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
     EXPECT_NE(std::string(e.what()).find((run / "metrics.jsonl").string() + ": expected a regular file"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(contents(run), before);
   EXPECT_EQ(lines_of(dir_ / "elsewhere.jsonl"), std::vector<std::string>{"theirs"});
@@ -478,6 +482,51 @@ TEST_F(SessionTest, OneClassIsRefusedAsBadInput) {
     EXPECT_NE(std::string(e.what()).find("at least 2 classes"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(run));
+}
+
+// Issue 29 item 4: with --init and no --model, the weights choose the model, and the log says the
+// model, its image size and why; weights of no zoo model are a usage error asking for --model.
+TEST_F(SessionTest, WithoutModelTheInitWeightsChooseItAndTheLogSaysSo) {
+  const fs::path weights = dir_ / "r18.safetensors";
+  save_safetensors(weights, to_named(state_dict(*make_model("resnet18", 5, 1))), {});
+  TrainConfig c = small_config(data_, dir_ / "run");
+  c.model.clear();
+  c.init = weights.string();
+  c.epochs = 1;
+  Progress::set_quiet(false);
+  ::testing::internal::CaptureStderr();
+  train_session(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  Progress::set_quiet(true);
+  EXPECT_NE(err.find("model: resnet18 at 12 px (chosen by --init: its weights have resnet18's names and shapes"),
+            std::string::npos)
+      << err;
+  std::ifstream cfg(dir_ / "run/config.json");
+  EXPECT_EQ(nlohmann::json::parse(cfg)["model"], "resnet18");
+
+  // Neither: cnn, said as the default.
+  c.init.clear();
+  c.run = (dir_ / "run2").string();
+  Progress::set_quiet(false);
+  ::testing::internal::CaptureStderr();
+  train_session(c);
+  const std::string err2 = ::testing::internal::GetCapturedStderr();
+  Progress::set_quiet(true);
+  EXPECT_NE(err2.find("model: cnn at 12 px (the default; --model not given; --image-size)"), std::string::npos) << err2;
+
+  // Weights of no zoo model.
+  std::map<std::string, torch::Tensor> odd = {{"encoder.weight", torch::zeros({4, 4})}};
+  save_safetensors(dir_ / "odd.safetensors", to_named(odd), {});
+  c.init = (dir_ / "odd.safetensors").string();
+  c.run = (dir_ / "run3").string();
+  try {
+    train_session(c);
+    FAIL() << "trained on weights of no zoo model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("--model NAME"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "run3"));
 }
 
 }  // namespace

@@ -12,11 +12,11 @@
 #include <thread>
 
 #include "../budget/fault_env.h"
-#include "frugal/error.h"
-#include "frugal/pack.h"
-#include "frugal/progress.h"
-#include "frugal/safetensors.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/archive/pack.h"
+#include "frugal/util/progress.h"
+#include "frugal/checkpoint/safetensors.h"
+#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {
@@ -125,7 +125,7 @@ TEST_F(TimeBudgetRun, PlansOnceTimedAndEndsAnnealedWithinTheBudget) {
   const auto& tb = schedule["time_budget"];
   EXPECT_EQ(step, out.step);
   EXPECT_EQ(tb["schedule"]["total_steps"].get<std::int64_t>(), out.step);  // ended where the plan ends
-  EXPECT_GT(out.step, 9 * 3);  // more than 3 epochs fit in 2 fake minutes
+  EXPECT_GT(out.step, 9 * 3);                                              // more than 3 epochs fit in 2 fake minutes
   // Within the budget give or take the last re-plan's error: background threads (loader,
   // checkpoint writer) read the fake clock too, so its time is not exactly the run's.
   EXPECT_LE(tb["spent_seconds"].get<double>(), 120 * 1.15);
@@ -188,7 +188,8 @@ TEST_F(TimeBudgetRun, AnotherBudgetOnResumeReplansFromWhereTheRunIs) {
     if (p["event"].get<std::string>().rfind("budget changed", 0) == 0) {
       replanned = true;
       EXPECT_EQ(p["step"].get<std::int64_t>(), cut_step);
-      EXPECT_GT(p["total_steps"].get<std::int64_t>(), cut["time_budget"]["schedule"]["total_steps"].get<std::int64_t>());
+      EXPECT_GT(p["total_steps"].get<std::int64_t>(),
+                cut["time_budget"]["schedule"]["total_steps"].get<std::int64_t>());
     }
   EXPECT_TRUE(replanned);
 }

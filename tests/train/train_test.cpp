@@ -8,10 +8,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "frugal/error.h"
-#include "frugal/train.h"
+#include "frugal/util/error.h"
+#include "frugal/budget/time_budget.h"
+#include "frugal/train/train.h"
 #include "train/device.h"
-#include "train/events.h"
+#include "frugal/run/events.h"
 
 namespace frugal {
 namespace {

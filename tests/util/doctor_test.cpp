@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "frugal/doctor.h"
+#include "frugal/util/doctor.h"
 
 using namespace frugal;
 
@@ -150,8 +150,11 @@ TEST(SystemInfo, ReportsCoresMemoryAndWorkspaceUse) {
 }
 
 TEST(InstallDisk, SeveralGigabytesOnASmallDiskWarnWithWhereToMoveThem) {
-  InstallDisk kaggle{{"/kaggle/working/frugal/build", "/kaggle/working/frugal/.venv/lib/python3.11/site-packages/torch"},
-                     8'100'000'000ull, 21'000'000'000ull, 2'000'000'000ull};
+  InstallDisk kaggle{
+      {"/kaggle/working/frugal/build", "/kaggle/working/frugal/.venv/lib/python3.11/site-packages/torch"},
+      8'100'000'000ull,
+      21'000'000'000ull,
+      2'000'000'000ull};
   std::string w = judge_install_disk(kaggle);
   EXPECT_NE(w.find("8.1 GB of a 21.0 GB disk"), std::string::npos) << w;
   EXPECT_NE(w.find("/kaggle/working/frugal/build"), std::string::npos) << w;
@@ -164,8 +167,8 @@ TEST(InstallDisk, BigDiskOrSmallInstallIsQuiet) {
 }
 
 TEST(InstallDisk, CollectGroupsFoldersByDiskAndSkipsMissingOnes) {
-  auto disks = collect_install_disks({FRUGAL_SOURCE_DIR "/src/util", FRUGAL_SOURCE_DIR "/include",
-                                      FRUGAL_SOURCE_DIR "/no-such-folder"});
+  auto disks = collect_install_disks(
+      {FRUGAL_SOURCE_DIR "/src/util", FRUGAL_SOURCE_DIR "/include", FRUGAL_SOURCE_DIR "/no-such-folder"});
   ASSERT_EQ(disks.size(), 1u);
   EXPECT_EQ(disks[0].folders.size(), 2u);
   EXPECT_GT(disks[0].bytes, collect_install_disks({FRUGAL_SOURCE_DIR "/src/util"}).at(0).bytes);

@@ -1,5 +1,5 @@
 // open_regular, FileLock and temp_path_for: the file primitives frugal's folders rely on.
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <fstream>
 #include <thread>
 
-#include "frugal/error.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 namespace {

@@ -1,14 +1,14 @@
 // check_input: one answer (Error(usage), one message shape) for a missing path, a folder where a
 // file belongs, a manifest beside the name and a typo, whichever command asks.
-#include "frugal/input_path.h"
+#include "frugal/util/input_path.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 
-#include "frugal/error.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -45,53 +45,54 @@ TEST_F(InputPath, AnExistingFileOfTheRightKindPasses) {
 }
 
 TEST_F(InputPath, MissingSaysSoOnceWithTheSameWordsForEveryKind) {
-  for (InputKind k : {InputKind::archive, InputKind::file, InputKind::manifest, InputKind::checkpoint,
-                      InputKind::pack_source}) {
+  for (InputKind k :
+       {InputKind::archive, InputKind::file, InputKind::manifest, InputKind::checkpoint, InputKind::pack_source}) {
     const std::string m = refusal(dir_ / "nothing-like-it", k);
     EXPECT_EQ(m, (dir_ / "nothing-like-it").string() + ": expected " + input_kind_name(k) +
                      ", found no such file or folder; check the path");
   }
 }
 
-TEST_F(InputPath, AFolderWhereAnArchiveBelongsSaysHowToPackIt) {
-  const std::string m = refusal(dir_ / "photos/", InputKind::archive);
-  EXPECT_NE(m.find("found a folder"), std::string::npos) << m;
-  EXPECT_NE(m.find("frugal pack " + (dir_ / "photos").string() + "/ -o photos.zip"), std::string::npos) << m;
+TEST_F(InputPath, AFolderWhereAFileBelongsSaysItIsAFolder) {
+  EXPECT_EQ(check_input(dir_ / "photos/", InputKind::archive), dir_ / "photos/");  // data, read in place
   EXPECT_NE(refusal(dir_ / "photos", InputKind::file).find("found a folder"), std::string::npos);
   EXPECT_NE(refusal(dir_ / "photos.zip", InputKind::folder).find("found a file"), std::string::npos);
 }
 
-TEST_F(InputPath, AFolderHoldingOneArchiveNamesIt) {
+TEST_F(InputPath, AFolderIsData) {
   fs::create_directories(dir_ / "holder");
   touch("holder/data.zip");
-  EXPECT_NE(refusal(dir_ / "holder", InputKind::archive).find("give the archive inside it: " + (dir_ / "holder/data.zip").string()),
-            std::string::npos);
+  EXPECT_EQ(check_input(dir_ / "holder", InputKind::archive), dir_ / "holder");
 }
 
 TEST_F(InputPath, AManifestBesideTheNameIsReadThrough) {
   touch("set.zip.manifest.json");
-  EXPECT_EQ(check_input(dir_ / "set.zip", InputKind::archive), fs::path((dir_ / "set.zip").string() + ".manifest.json"));
+  EXPECT_EQ(check_input(dir_ / "set.zip", InputKind::archive),
+            fs::path((dir_ / "set.zip").string() + ".manifest.json"));
 }
 
 TEST_F(InputPath, ATypoGetsTheNearName) {
-  EXPECT_NE(refusal(dir_ / "photo.zip", InputKind::archive).find("did you mean '" + (dir_ / "photos.zip").string() + "'?"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(dir_ / "photo.zip", InputKind::archive).find("did you mean '" + (dir_ / "photos.zip").string() + "'?"),
+      std::string::npos);
   EXPECT_EQ(near_name(dir_ / "PHOTOS.ZIP"), dir_ / "photos.zip");
   EXPECT_EQ(near_name(dir_ / "photso.zip"), dir_ / "photos.zip");  // a swap is one edit
-  EXPECT_EQ(near_name(dir_ / "labels.csv"), fs::path());            // nothing near
+  EXPECT_EQ(near_name(dir_ / "labels.csv"), fs::path());           // nothing near
 }
 
 TEST_F(InputPath, AZipNotYetPackedPointsToTheFolder) {
   fs::remove(dir_ / "photos.zip");
   const std::string m = refusal(dir_ / "photos.zip", InputKind::archive);
-  EXPECT_NE(m.find("photos/ is a folder; pack it first"), std::string::npos) << m;
+  EXPECT_NE(m.find("photos/ is a folder, read as it is: give " + (dir_ / "photos").string() + "/"), std::string::npos)
+      << m;
 }
 
 TEST_F(InputPath, TheDataGivenForItsManifestNamesTheManifest) {
   touch("photos.zip.manifest.json");
   const std::string m = refusal(dir_ / "photos.zip", InputKind::manifest);
   EXPECT_NE(m.find("found a file that is not JSON; give its manifest: " + (dir_ / "photos.zip.manifest.json").string()),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   std::ofstream(dir_ / "renamed.json") << " {\"format\": \"frugal-split\"}";
   EXPECT_EQ(check_input(dir_ / "renamed.json", InputKind::manifest), dir_ / "renamed.json");  // JSON: join reads it
 }

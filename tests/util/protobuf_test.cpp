@@ -1,4 +1,4 @@
-#include "frugal/protobuf.h"
+#include "frugal/util/protobuf.h"
 
 #include <gtest/gtest.h>
 
@@ -58,10 +58,13 @@ TEST(ProtobufWriter, NegativeIntsTakeTenBytes) {
 
 TEST(ProtobufWriter, FixedWidthIsLittleEndian) {
   pb::Writer w;
-  w.float32(1, 1.0f);   // 0x3f800000
-  w.float64(2, -2.0);   // 0xc000000000000000
+  w.float32(1, 1.0f);  // 0x3f800000
+  w.float64(2, -2.0);  // 0xc000000000000000
   w.fixed32(3, 0x01020304u);
-  EXPECT_EQ(hex(w.data()), "0d0000803f" "1100000000000000c0" "1d04030201");
+  EXPECT_EQ(hex(w.data()),
+            "0d0000803f"
+            "1100000000000000c0"
+            "1d04030201");
 }
 
 TEST(ProtobufWriter, LargeFieldNumbersUseMultiByteTags) {
@@ -103,8 +106,8 @@ TEST(ProtobufWriter, OnnxParsesATensorProto) {
       "assert a.tolist() == [[1, -2, 3.5], [0, a[1][1], -7]], a.tolist()\n"
       "assert abs(a[1][1] - 1e-3) < 1e-9\n";
   std::ofstream(dir / "check.py") << script;
-  const int rc = std::system((python.string() + " " + (dir / "check.py").string() + " " +
-                              (dir / "t.pb").string()).c_str());
+  const int rc =
+      std::system((python.string() + " " + (dir / "check.py").string() + " " + (dir / "t.pb").string()).c_str());
   std::filesystem::remove_all(dir);
   EXPECT_EQ(rc, 0);
 }

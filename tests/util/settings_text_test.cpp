@@ -1,9 +1,9 @@
-#include "frugal/settings_text.h"
+#include "frugal/util/settings_text.h"
 
 #include <gtest/gtest.h>
 
-#include "frugal/error.h"
-#include "frugal/progress.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 
 namespace frugal {
 namespace {

@@ -1,4 +1,5 @@
-#include "frugal/terminal.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/progress.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,9 @@ TEST(Printable, ControlCharactersFromDataAreEscapedNotSentToTheTerminal) {
   EXPECT_EQ(printable(std::string("nul\0x", 5)), "nul\\x00x");
   EXPECT_EQ(printable("del\x7f"), "del\\x7f");
   // C1 controls as UTF-8 (U+009B is a one-byte CSI on some terminals).
-  EXPECT_EQ(printable("c1\xc2\x9b" "2J"), "c1\\u009b2J");
+  EXPECT_EQ(printable("c1\xc2\x9b"
+                      "2J"),
+            "c1\\u009b2J");
   // Direction overrides reorder what is shown (Trojan Source).
   EXPECT_EQ(printable("cat\xe2\x80\xaegpj.exe"), "cat\\u202egpj.exe");
 }
@@ -21,8 +24,8 @@ TEST(Printable, NamesInOtherScriptsAreKeptAndInvalidBytesAreShownAsHex) {
   EXPECT_EQ(printable("caf\xc3\xa9/\xe4\xb8\xad\xe6\x96\x87.jpg"), "caf\xc3\xa9/\xe4\xb8\xad\xe6\x96\x87.jpg");
   EXPECT_EQ(printable("cls\xff"), "cls\\xff");
   EXPECT_EQ(printable("cls\xfe"), "cls\\xfe");
-  EXPECT_NE(printable("cls\xff"), printable("cls\xfe"));  // two raw names stay two
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // an overlong '/'
+  EXPECT_NE(printable("cls\xff"), printable("cls\xfe"));    // two raw names stay two
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // an overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_EQ(printable("cut\xe4\xb8"), "cut\\xe4\\xb8");
   EXPECT_TRUE(is_printable("plain name.png"));
@@ -47,6 +50,24 @@ TEST(StderrRedraws, PlainLinesInNotebooksAndWhenForced) {
   ::setenv("JPY_PARENT_PID", "1", 1);
   EXPECT_FALSE(stderr_redraws());  // whatever stderr is: a notebook's pty keeps every redraw
   ::unsetenv("JPY_PARENT_PID");
+}
+
+}  // namespace
+}  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// --json quiets notes and progress so that a command's stdout is its document; a warning is still
+// for the person reading stderr (train --json used to silence the one warning training printed).
+TEST(Warn, WarningsReachStderrWhenNotesAreQuiet) {
+  Progress::set_quiet(true);
+  ::testing::internal::CaptureStderr();
+  note("a note");
+  warn("disk nearly full: \x1b[2K");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  Progress::set_quiet(false);
+  EXPECT_EQ(err, "frugal: warning: disk nearly full: \\x1b[2K\n");
 }
 
 }  // namespace

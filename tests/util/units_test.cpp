@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "frugal/error.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/units.h"
 
 using namespace frugal;
 

@@ -10,9 +10,9 @@
 #include <iostream>
 #include <string_view>
 
-#include "frugal/error.h"
-#include "frugal/terminal.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 namespace {
@@ -53,8 +53,8 @@ bool one_line(std::string_view s) { return s.find_first_of("\r\n") == std::strin
 // recurses per character.
 std::string reword(const std::string& what) {
   const std::string_view w = what;
-  if (const auto value_at = w.find(": Value "); value_at != std::string_view::npos && value_at > 0 &&
-                                                !has_space(w.substr(0, value_at))) {
+  if (const auto value_at = w.find(": Value ");
+      value_at != std::string_view::npos && value_at > 0 && !has_space(w.substr(0, value_at))) {
     const std::string_view rest = w.substr(value_at + 8);
     const auto range_at = rest.rfind(" not in range ");
     if (range_at != std::string_view::npos) {
@@ -88,8 +88,8 @@ std::size_t option_at(std::string_view clause, std::size_t at) {
   if (!clause.substr(at).starts_with("--") || at + 2 >= clause.size() || clause[at + 2] < 'a' || clause[at + 2] > 'z')
     return 0;
   std::size_t end = at + 3;
-  while (end < clause.size() && ((clause[end] >= 'a' && clause[end] <= 'z') || (clause[end] >= '0' && clause[end] <= '9') ||
-                                 clause[end] == '-'))
+  while (end < clause.size() && ((clause[end] >= 'a' && clause[end] <= 'z') ||
+                                 (clause[end] >= '0' && clause[end] <= '9') || clause[end] == '-'))
     ++end;
   return end - at;
 }
@@ -128,7 +128,8 @@ std::string fit_advice(const std::string& what, const std::string& command) {
           fixed += name.substr(2);
           if (!said) {
             const bool in_parens = at > 0 && clause[at - 1] == '(' && after < clause.size() && clause[after] == ')';
-            fixed += (in_parens ? ", " : " (") + std::string("not an option of frugal ") + command + (in_parens ? "" : ")");
+            fixed +=
+                (in_parens ? ", " : " (") + std::string("not an option of frugal ") + command + (in_parens ? "" : ")");
           }
           said = true;
           last = after;

@@ -26,15 +26,54 @@ void print_json(const nlohmann::json& doc);
 // stdout whether or not it is a terminal, so `frugal ls x.zip | head` works; notes, warnings and
 // progress go to stderr (CLI.md). Names from data in it go through printable() (terminal.h).
 
+// The options of every command that reads DATA (ArchiveOptions or DatasetOptions): --data-root,
+// --cache-decompressed and --name-encoding (docs/data.md).
+template <class Options>
+void add_data_options(CLI::App& app, Options& options) {
+  app.add_option("--data-root", options.root,
+                 "read only this folder inside the data, e.g. train/ (DATA:train/ says the same)");
+  app.add_flag("--cache-decompressed", options.cache_decompressed,
+               "a compressed tar (.tar.gz, .tgz, .tar.zst, .tar.xz, .tar.bz2) is decompressed once into the "
+               "cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal) and read from there, reused while it "
+               "is unchanged");
+  app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
+}
+
+// The options that say where labels come from besides class folders (DatasetOptions; docs/data.md,
+// "Labels"): --labels, --label-columns, --images-dir, --class-names.
+template <class Options>
+void add_label_options(CLI::App& app, Options& options) {
+  app.add_option("--labels", options.labels,
+                 "a CSV or TSV of image ids and labels, inside the data or beside it (e.g. train.csv)");
+  app.add_option("--label-columns", options.label_columns,
+                 "ID,LABEL: the --labels columns, header names or 0-based indices (default the first two)");
+  app.add_option("--images-dir", options.images_dir,
+                 "the folder inside the data that --labels ids are relative to (default the CSV's)");
+  app.add_option("--class-names", options.class_names,
+                 "names of integer classes: a JSON map {\"0\": \"name\"}, a JSON list, or one name a line");
+}
+
 // Validators whose messages read "--top: expected an integer >= 1, found 0" (CLI11 adds the
 // option's name; its own print ranges as "0.000000 to 1797693…", 300 digits). Each refuses text
 // that is not a number of the kind, so CLI11's conversion never sees it.
-CLI::Validator at_least(long long min);                  // an integer >= min
-CLI::Validator integer_in(long long lo, long long hi);   // an integer in [lo, hi]
+CLI::Validator at_least(long long min);                              // an integer >= min
+CLI::Validator integer_in(long long lo, long long hi);               // an integer in [lo, hi]
 CLI::Validator number_at_least(double min, bool exclusive = false);  // a number >= min (> min)
-CLI::Validator number_in(double lo, double hi);          // a number in [lo, hi]
-CLI::Validator one_of(std::vector<std::string> choices); // "expected one of cpu, gpu, auto, found x"
+CLI::Validator number_in(double lo, double hi);                      // a number in [lo, hi]
+CLI::Validator one_of(std::vector<std::string> choices);             // "expected one of cpu, gpu, auto, found x"
 CLI::Validator valid_size();      // what parse_size takes: 512K, 1000M, 1.5G, 5GiB, 5GB
 CLI::Validator valid_duration();  // what parse_duration takes: 90s, 30m, 7h30m
+
+// The options of eval, predict and export for CKPT that is weights from elsewhere
+// (ForeignModelOptions, checkpoint.h; docs/models.md): --model and --image-size.
+template <class Options>
+void add_foreign_model_options(CLI::App& app, Options& options) {
+  app.add_option("--model", options.model,
+                 "for CKPT that is weights from elsewhere (torch.save .pth, safetensors, a Hugging Face folder): "
+                 "the zoo model or TorchScript module (FILE.pt) they are for; default: the zoo model their names fit");
+  app.add_option("--image-size", options.image_size,
+                 "for weights from elsewhere: the input size (default: the model's)")
+      ->check(at_least(1));
+}
 
 }  // namespace frugal::cli

@@ -4,20 +4,22 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/input_path.h"
-#include "frugal/progress.h"
-#include "frugal/split.h"
-#include "frugal/terminal.h"
-#include "frugal/units.h"
+#include "frugal/util/input_path.h"
+#include "frugal/util/progress.h"
+#include "frugal/archive/split.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 
 int cmd_join(int argc, char** argv) {
-  CLI::App app("Rebuild a file from the parts listed in MANIFEST, verifying each part's size and "
-               "SHA-256 and the whole file's SHA-256 as read back from the output. An interrupted join "
-               "continues where it stopped when run again; a finished one checks the output and says so. "
-               "Two joins of one set, or into one output, never run at once: the second stops (exit 1) "
-               "naming the first.", "join");
+  CLI::App app(
+      "Rebuild a file from the parts listed in MANIFEST, verifying each part's size and "
+      "SHA-256 and the whole file's SHA-256 as read back from the output. An interrupted join "
+      "continues where it stopped when run again; a finished one checks the output and says so. "
+      "Two joins of one set, or into one output, never run at once: the second stops (exit 1) "
+      "naming the first.",
+      "join");
   std::string manifest, out;
   bool json = false, delete_parts = false, no_sync = false;
   app.add_option("MANIFEST", manifest, "the FILE.manifest.json written by 'frugal split'")->required();
@@ -40,9 +42,14 @@ int cmd_join(int argc, char** argv) {
 
   if (json) {
     // json_text: an output path on disk need not be UTF-8.
-    std::cout << json_text({{"output", r.output.string()}, {"size", r.size}, {"sha256", r.sha256}, {"parts", r.parts},
-                            {"parts_resumed", r.parts_resumed}, {"parts_deleted", r.parts_deleted},
-                            {"already_joined", r.already_joined}, {"seconds", seconds}},
+    std::cout << json_text({{"output", r.output.string()},
+                            {"size", r.size},
+                            {"sha256", r.sha256},
+                            {"parts", r.parts},
+                            {"parts_resumed", r.parts_resumed},
+                            {"parts_deleted", r.parts_deleted},
+                            {"already_joined", r.already_joined},
+                            {"seconds", seconds}},
                            2)
               << std::endl;
   } else if (r.already_joined) {

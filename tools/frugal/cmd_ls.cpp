@@ -4,22 +4,26 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/archive.h"
-#include "frugal/hash.h"
-#include "frugal/progress.h"
-#include "frugal/terminal.h"
-#include "frugal/units.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 
 int cmd_ls(int argc, char** argv) {
-  CLI::App app("List the entries of an archive (a zip, a split set, a zip -s set)", "ls");
+  CLI::App app(
+      "List the entries of data: a zip, a split set, a zip -s set, a tar, a folder, a WebDataset shard "
+      "pattern, DATA:SUB/ (a folder inside) or DATA:INNER.zip (an archive stored inside)",
+      "ls");
   std::string archive_path;
   bool json = false;
   ArchiveOptions options;
-  app.add_option("ARCHIVE", archive_path, "zip file, split manifest or first part")->required();
+  app.add_option("ARCHIVE", archive_path, "zip, split manifest or first part, tar, folder, shard pattern, DATA:SUB/")
+      ->required();
   app.add_flag("--json", json, "one JSON document on stdout");
-  app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
+  add_data_options(app, options);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
@@ -34,7 +38,7 @@ int cmd_ls(int argc, char** argv) {
                           {"size", e.size},
                           {"compressed_size", e.compressed_size},
                           {"method", method_name(e.method)},
-                          {"crc32", hex32(e.crc32)}};
+                          {"crc32", e.has_crc32 ? nlohmann::json(hex32(e.crc32)) : nlohmann::json(nullptr)}};
       if (!e.name_is_utf8) j["raw_name_hex"] = to_hex(e.raw_name.data(), e.raw_name.size());
       if (auto p = entry_problem(*archive, i); !p.empty()) j["problem"] = p;
       std::fputs(i == 0 ? "\n    " : ",\n    ", stdout);
@@ -50,7 +54,7 @@ int cmd_ls(int argc, char** argv) {
     const std::string problem = entry_problem(*archive, i);
     std::printf("%14llu %14llu  %-8s %-8s  %s%s\n", static_cast<unsigned long long>(e.size),
                 static_cast<unsigned long long>(e.compressed_size), method_name(e.method).c_str(),
-                hex32(e.crc32).c_str(), printable(e.name).c_str(),
+                e.has_crc32 ? hex32(e.crc32).c_str() : "-", printable(e.name).c_str(),
                 problem.empty() ? "" : ("   [" + printable(problem) + "]").c_str());
     total += e.size;
     bad += !problem.empty();

@@ -4,17 +4,19 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/input_path.h"
-#include "frugal/progress.h"
-#include "frugal/split.h"
-#include "frugal/terminal.h"
-#include "frugal/units.h"
+#include "frugal/util/input_path.h"
+#include "frugal/util/progress.h"
+#include "frugal/archive/split.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 
 int cmd_split(int argc, char** argv) {
-  CLI::App app("Cut FILE into parts of at most SIZE with a manifest of SHA-256 sums "
-               "(FILE.part0000, ... and FILE.manifest.json).", "split");
+  CLI::App app(
+      "Cut FILE into parts of at most SIZE with a manifest of SHA-256 sums "
+      "(FILE.part0000, ... and FILE.manifest.json).",
+      "split");
   std::string file, size_text = "1000M", out_dir;
   bool json = false, no_sync = false;
   app.add_option("FILE", file, "the file to split")->required();
@@ -33,8 +35,8 @@ int cmd_split(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   SplitResult r = split_file(file, options);
   if (r.temporaries_removed)
-    note("split: removed " + count_of(r.temporaries_removed, "abandoned temporary file") + " of an interrupted split of " +
-         r.name);
+    note("split: removed " + count_of(r.temporaries_removed, "abandoned temporary file") +
+         " of an interrupted split of " + r.name);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   if (json) {
@@ -42,14 +44,18 @@ int cmd_split(int argc, char** argv) {
     for (const auto& p : r.parts) parts.push_back({{"file", p.file}, {"size", p.size}, {"sha256", p.sha256}});
     // json_text: file names on disk need not be UTF-8 (invalid bytes are shown as U+FFFD; the
     // manifest keeps them exactly).
-    std::cout << json_text({{"manifest", r.manifest.string()}, {"name", r.name}, {"size", r.size},
-                            {"sha256", r.sha256}, {"parts", parts}, {"temporaries_removed", r.temporaries_removed},
+    std::cout << json_text({{"manifest", r.manifest.string()},
+                            {"name", r.name},
+                            {"size", r.size},
+                            {"sha256", r.sha256},
+                            {"parts", parts},
+                            {"temporaries_removed", r.temporaries_removed},
                             {"seconds", seconds}},
                            2)
               << std::endl;
   } else {
-    note("split " + r.name + " (" + format_size(r.size) + ") into " + count_of(r.parts.size(), "part") +
-         "; manifest " + r.manifest.string());
+    note("split " + r.name + " (" + format_size(r.size) + ") into " + count_of(r.parts.size(), "part") + "; manifest " +
+         r.manifest.string());
   }
   return 0;
 }

@@ -10,8 +10,8 @@ namespace frugal::cli {
 
 namespace {
 const Command kCommands[] = {
-    {"doctor", "machine report: CPU, RAM, disk, GPUs, CUDA/cuDNN/LibTorch and what this build supports",
-     true, TORCH(cmd_doctor)},
+    {"doctor", "machine report: CPU, RAM, disk, GPUs, CUDA/cuDNN/LibTorch and what this build supports", true,
+     TORCH(cmd_doctor)},
     {"pack", "build a dataset zip from a folder of class sub-folders or IDX files", false, cmd_pack},
     {"split", "cut a file into parts with a manifest of SHA-256 sums", false, cmd_split},
     {"join", "rebuild a file from its parts, verifying each", false, cmd_join},

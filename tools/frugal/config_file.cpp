@@ -6,8 +6,8 @@
 #include <charconv>
 #include <system_error>
 
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace frugal::cli {
 namespace {
@@ -57,18 +57,25 @@ std::vector<std::string> config_args_from_toml(std::string_view text, const std:
     // "--key=value" keeps a value that starts with '-' a value.
     auto add = [&](const toml::node& v) {
       std::string value;
-      if (auto s = v.value_exact<std::string>()) value = *s;
-      else if (auto i = v.value_exact<std::int64_t>()) value = std::to_string(*i);
-      else if (auto d = v.value_exact<double>()) value = number_text(*d);
+      if (auto s = v.value_exact<std::string>())
+        value = *s;
+      else if (auto i = v.value_exact<std::int64_t>())
+        value = std::to_string(*i);
+      else if (auto d = v.value_exact<double>())
+        value = number_text(*d);
       else if (auto b = v.value_exact<bool>())
         fail(ErrorKind::invalid, at(where, v),
              flag ? "one true or false for '" + name + "'"
                   : "a value for '" + name + "' (a string or a number, as on the command line: --" + name + " VALUE)",
              std::string(*b ? "true" : "false") + (flag ? " in an array" : ""),
-             flag ? "write " + name + " = true" : "only options that take no value (such as fresh) are set with true or false");
+             flag ? "write " + name + " = true"
+                  : "only options that take no value (such as fresh) are set with true or false");
       else
         fail(ErrorKind::invalid, at(where, v), "a string, number or boolean for '" + name + "'",
-             v.is_table() ? "a table" : v.is_array() ? "an array inside an array" : "a date or time", "");
+             v.is_table()   ? "a table"
+             : v.is_array() ? "an array inside an array"
+                            : "a date or time",
+             "");
       if (value.find('\0') != std::string::npos)
         fail(ErrorKind::invalid, at(where, v), "a value for '" + name + "' without NUL bytes", "one", "");
       args.push_back("--" + name + "=" + value);

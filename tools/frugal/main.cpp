@@ -11,10 +11,10 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/error.h"
-#include "frugal/terminal.h"
-#include "frugal/version.h"
-#include "frugal/host_memory.h"
+#include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/version.h"
+#include "frugal/util/host_memory.h"
 
 namespace {
 
@@ -41,8 +41,8 @@ int hand_to_torch_executable(char** argv) {
 #else
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::filesystem::path dir = n > 0 ? std::filesystem::path(std::string(self, n)).parent_path()
-                                    : std::filesystem::path(".");
+  std::filesystem::path dir =
+      n > 0 ? std::filesystem::path(std::string(self, n)).parent_path() : std::filesystem::path(".");
   std::filesystem::path torch_exe = dir / "frugal-torch";
   ::execv(torch_exe.c_str(), argv);
   std::fprintf(stderr,
@@ -93,8 +93,7 @@ int main(int argc, char** argv) {
     } catch (const std::filesystem::filesystem_error& e) {
       // A file-system call no library wrapped: the user's disk or path, not a bug (exit 1 either way).
       std::fprintf(stderr, "frugal %s: %s: %s; check the path and its permissions\n", c.name,
-                   frugal::printable(e.path1().string()).c_str(),
-                   e.code().message().c_str());
+                   frugal::printable(e.path1().string()).c_str(), e.code().message().c_str());
       return frugal::exit_code(frugal::ErrorKind::io);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, frugal::printable(e.what()).c_str());

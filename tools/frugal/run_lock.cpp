@@ -1,6 +1,6 @@
 #include "run_lock.h"
 
-#include "frugal/run_folder.h"
+#include "frugal/checkpoint_files/run_folder.h"
 
 namespace frugal::cli {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "frugal/fs.h"
+#include "frugal/util/fs.h"
 
 namespace frugal::cli {
 

@@ -9,11 +9,11 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/gpu_loader.h"
-#include "frugal/progress.h"
-#include "frugal/terminal.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/data/gpu_loader.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
 
 namespace frugal::cli {
 namespace {
@@ -26,20 +26,29 @@ int bench_loader(int argc, char** argv) {
   bool json = false;
   DatasetOptions dopt;
   std::string decode = "auto";
-  app.add_option("ARCHIVE", archive, "dataset archive (zip or split set)")->required();
+  app.add_option("ARCHIVE", archive, "the data: zip, split set, folder, tar, shard pattern, DATA:SUB/ (docs/data.md)")
+      ->required();
   app.add_option("--image-size", lo.image_size, "output side in pixels")->capture_default_str()->check(at_least(1));
   app.add_option("--workers", lo.workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   app.add_option("--seconds", seconds, "how long to measure")->capture_default_str()->check(number_at_least(0, true));
   app.add_option("--batch-size", lo.batch_size, "images per batch")->capture_default_str()->check(at_least(1));
-  app.add_option("--label-pattern", dopt.label_pattern, "RE2 regex with one capture group: the label, searched for in file names");
+  app.add_option("--label-pattern", dopt.label_pattern,
+                 "RE2 regex with one capture group, the class: searched for in the file name, else in the path "
+                 "inside the data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg)");
   app.add_option("--max-pixels", dopt.max_pixels, "larger images count as undecodable (decompression bombs)")
-      ->capture_default_str()->check(at_least(1));
-  app.add_option("--max-bad-fraction", dopt.max_bad_fraction, "stop when more than this fraction of images is undecodable")
-      ->capture_default_str()->check(number_in(0, 1));
+      ->capture_default_str()
+      ->check(at_least(1));
+  app.add_option("--max-bad-fraction", dopt.max_bad_fraction,
+                 "stop when more than this fraction of images is undecodable")
+      ->capture_default_str()
+      ->check(number_in(0, 1));
   app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(one_of({"1", "3"}));
   app.add_option("--decode", decode, "cpu, gpu (nvJPEG + CUDA kernel) or auto (gpu when usable)")
-      ->capture_default_str()->check(one_of({"cpu", "gpu", "auto"}));
+      ->capture_default_str()
+      ->check(one_of({"cpu", "gpu", "auto"}));
   app.add_flag("--json", json, "one JSON document on stdout");
+  add_data_options(app, dopt);
+  add_label_options(app, dopt);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
@@ -103,11 +112,12 @@ int bench_loader(int argc, char** argv) {
 int cmd_bench(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "loader") {
     if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-      std::printf("frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto] [--json]\n");
+      std::printf(
+          "frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode "
+          "cpu|gpu|auto] [--json]\n");
       return 0;
     }
-    std::fprintf(stderr, "frugal bench: expected a sub-command (loader), found %s\n",
-                 argc >= 2 ? argv[1] : "none");
+    std::fprintf(stderr, "frugal bench: expected a sub-command (loader), found %s\n", argc >= 2 ? argv[1] : "none");
     return 2;
   }
   return bench_loader(argc - 1, argv + 1);

@@ -1,17 +1,18 @@
 // frugal compress CKPT -o OUT [--prune FRACTION] [--prune-scope layer|global]
 //                  [--quantize int8|fp16] [--finetune-epochs N [--finetune-data ARCHIVE]] [--data ARCHIVE] [--json]
 #include <cstdio>
+#include <set>
 #include <filesystem>
 #include <optional>
 
 #include "cli.h"
 #include "commands.h"
 #include "run_lock.h"
-#include "frugal/checkpoint.h"
-#include "frugal/compress.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/units.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 namespace {
@@ -48,9 +49,10 @@ std::string percent(double x) {
 }  // namespace
 
 int cmd_compress(int argc, char** argv) {
-  CLI::App app("Make a model smaller: L1 pruning of convolution/linear weights and int8 or fp16 "
-               "storage, written as a compressed model file that eval, predict and export accept.",
-               "compress");
+  CLI::App app(
+      "Make a model smaller: L1 pruning of convolution/linear weights and int8 or fp16 "
+      "storage, written as a compressed model file that eval, predict and export accept.",
+      "compress");
   std::string ckpt, out, scope = "global", quantize = "none", data, finetune_data;
   double prune = 0;
   int finetune_epochs = 0;
@@ -59,7 +61,9 @@ int cmd_compress(int argc, char** argv) {
   app.add_option("-o,--output", out, "the compressed model file to write (.safetensors)")->required();
   app.add_option("--prune", prune, "fraction of convolution/linear weights to zero, by magnitude (0..1)")
       ->check(number_in(0, 0.999));
-  app.add_option("--prune-scope", scope, "global (default): one magnitude threshold over all layers; layer: the fraction in each layer (harsh on small layers: 50% per layer costs the Fashion cnn 50 points, 50% global half a point)")
+  app.add_option("--prune-scope", scope,
+                 "global (default): one magnitude threshold over all layers; layer: the fraction in each layer (harsh "
+                 "on small layers: 50% per layer costs the Fashion cnn 50 points, 50% global half a point)")
       ->check(CLI::IsMember({"layer", "global"}));
   app.add_option("--quantize", quantize, "int8 (per-channel, symmetric) or fp16 weights")
       ->check(CLI::IsMember({"none", "int8", "fp16"}));
@@ -84,18 +88,34 @@ int cmd_compress(int argc, char** argv) {
     fail(ErrorKind::usage, "--finetune-epochs", "--prune FRACTION and --data (or --finetune-data) ARCHIVE",
          prune == 0 ? "no --prune" : "no data", "fine-tuning recovers accuracy lost to pruning, on that data");
   if (finetune_epochs > 0 && finetune_data == data)
-    note("note: fine-tuning on " + data + ", the archive accuracy is measured on; pass --finetune-data "
+    note("note: fine-tuning on " + data +
+         ", the archive accuracy is measured on; pass --finetune-data "
          "TRAIN_ARCHIVE to keep the after-accuracy an unseen-data figure");
 
   CompressOptions options;
   options.prune = prune;
   options.prune_scope = scope == "global" ? PruneScope::global : PruneScope::layer;
-  options.weights = quantize == "int8" ? WeightFormat::int8 : quantize == "fp16" ? WeightFormat::float16
-                                                                               : WeightFormat::float32;
+  options.weights = quantize == "int8"   ? WeightFormat::int8
+                    : quantize == "fp16" ? WeightFormat::float16
+                                         : WeightFormat::float32;
   options.finetune_epochs = finetune_epochs;
 
   auto before = load_model_any(ckpt);
   const auto input = summarize_model_file(ckpt);
+  // A TorchScript module: its Conv2d and Linear layers are compressed, everything else is kept as
+  // trained; say which.
+  std::vector<std::string> left_alone;
+  if (before.info.name == kTorchScriptModel) {
+    std::set<std::string> layers;
+    for (const auto& [name, w] : prunable_weights(*before.model)) layers.insert(name);
+    for (const auto& p : before.model->named_parameters())
+      if (!layers.count(p.key())) left_alone.push_back(p.key());
+    std::string examples;
+    for (std::size_t i = 0; i < left_alone.size() && i < 4; ++i) examples += (i ? ", " : "") + left_alone[i];
+    note("compress: the module's " + std::to_string(layers.size()) + " Conv2d and Linear weights are compressed; " +
+         std::to_string(left_alone.size()) + " other parameters are kept as trained" +
+         (examples.empty() ? std::string() : " (" + examples + (left_alone.size() > 4 ? ", ..." : "") + ")"));
+  }
   const std::uint64_t baseline_bytes = float32_model_bytes(*before.model);
   std::optional<AccuracyReport> acc_before, acc_after;
   if (!data.empty()) acc_before = measure_accuracy(*before.model, before.info, data);
@@ -127,6 +147,7 @@ int cmd_compress(int argc, char** argv) {
         {"output", {{"file", out}, {"bytes", output.bytes}}},
         {"size_reduction", reduction},
         {"model", before.info.name},
+        {"left_alone", left_alone},
         {"prune", prune},
         {"prune_scope", scope},
         {"quantize", quantize},
@@ -146,14 +167,13 @@ int cmd_compress(int argc, char** argv) {
   }
   std::printf("%-10s %14s %14s\n", "", "before", "after");
   std::printf("%-10s %14s %14s   (%s smaller than the float32 weights; input file %s)\n", "size",
-               format_size(baseline_bytes).c_str(), format_size(output.bytes).c_str(), percent(reduction).c_str(),
-               format_size(input.bytes).c_str());
+              format_size(baseline_bytes).c_str(), format_size(output.bytes).c_str(), percent(reduction).c_str(),
+              format_size(input.bytes).c_str());
   std::printf("%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
   if (acc_before)
-    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy",
-                 percent(acc_before->accuracy).c_str(), percent(acc_after->accuracy).c_str(),
-                 100.0 * (acc_after->accuracy - acc_before->accuracy),
-                 count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());
+    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy", percent(acc_before->accuracy).c_str(),
+                percent(acc_after->accuracy).c_str(), 100.0 * (acc_after->accuracy - acc_before->accuracy),
+                count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());
   note("wrote " + out);
   return 0;
 }

@@ -15,11 +15,11 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/doctor.h"
-#include "frugal/progress.h"
-#include "frugal/train.h"
-#include "frugal/units.h"
-#include "frugal/version.h"
+#include "frugal/util/doctor.h"
+#include "frugal/util/progress.h"
+#include "frugal/train/train.h"
+#include "frugal/util/units.h"
+#include "frugal/util/version.h"
 
 namespace frugal::cli {
 namespace {
@@ -94,8 +94,10 @@ std::string archs_string(const std::vector<int>& archs) {
 }  // namespace
 
 int cmd_doctor(int argc, char** argv) {
-  CLI::App app{"Machine report: CPU, RAM, disk, GPUs, driver/CUDA/cuDNN/LibTorch versions, and whether "
-               "this build supports the GPU. Exits 0 even when it warns.", "doctor"};
+  CLI::App app{
+      "Machine report: CPU, RAM, disk, GPUs, driver/CUDA/cuDNN/LibTorch versions, and whether "
+      "this build supports the GPU. Exits 0 even when it warns.",
+      "doctor"};
   bool json = false;
   std::string workspace = ".";
   app.add_flag("--json", json, "one JSON document on stdout");
@@ -150,18 +152,25 @@ int cmd_doctor(int argc, char** argv) {
     j["frugal_version"] = kVersion;
     j["cpu"] = {{"model", sys.cpu_model}, {"cores", sys.cpu_cores}};
     j["ram"] = {{"total", sys.ram_total}, {"available", sys.ram_available}};
-    j["disk"] = {{"workspace", sys.workspace.string()}, {"total", sys.disk_total},
-                 {"free", sys.disk_free}, {"workspace_bytes", sys.workspace_bytes}};
-    j["libtorch"] = {{"version", build.torch_version}, {"cuda_build", cuda_build},
+    j["disk"] = {{"workspace", sys.workspace.string()},
+                 {"total", sys.disk_total},
+                 {"free", sys.disk_free},
+                 {"workspace_bytes", sys.workspace_bytes}};
+    j["libtorch"] = {{"version", build.torch_version},
+                     {"cuda_build", cuda_build},
                      {"cuda_runtime", cudart ? cuda_version_string(static_cast<int>(cudart)) : ""},
-                     {"cudnn", cudnn}, {"gpu_archs", build.archs.sass}, {"ptx_archs", build.archs.ptx}};
+                     {"cudnn", cudnn},
+                     {"gpu_archs", build.archs.sass},
+                     {"ptx_archs", build.archs.ptx}};
     j["driver"] = {{"version", driver.version},
                    {"cuda", driver.cuda_version ? cuda_version_string(driver.cuda_version) : ""}};
     j["gpus"] = nlohmann::json::array();
     for (const auto& g : gpu_list)
-      j["gpus"].push_back({{"index", g.index}, {"name", g.name},
+      j["gpus"].push_back({{"index", g.index},
+                           {"name", g.name},
                            {"compute_capability", std::to_string(g.major) + "." + std::to_string(g.minor)},
-                           {"memory", g.total_memory}, {"usable", judge_gpu(g, driver, build).usable}});
+                           {"memory", g.total_memory},
+                           {"usable", judge_gpu(g, driver, build).usable}});
     j["distributed"] = {{"backends", distributed_backends()}, {"gpus_per_node", gpu_list.size()}};
     j["warnings"] = warnings;
     j["fixes"] = fixes;

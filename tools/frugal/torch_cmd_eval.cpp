@@ -5,13 +5,13 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/compress.h"
-#include "frugal/data.h"
-#include "frugal/error.h"
-#include "frugal/progress.h"
-#include "frugal/terminal.h"
-#include "frugal/train.h"
-#include "frugal/units.h"
+#include "frugal/compress/compress.h"
+#include "frugal/data/loader.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
+#include "frugal/train/train.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 
@@ -26,24 +26,41 @@ int cmd_eval(int argc, char** argv) {
   int batch_size = 256, workers = 2;
   bool json = false;
   DatasetOptions d;
-  app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder (its best.safetensors)")->required();
-  app.add_option("--data", data, "archive to evaluate on (the model's class names, all or some of them)")->required();
-  app.add_option("--label-pattern", label_pattern, "RE2 regex with one capture group: the label, searched for in file names");
+  ForeignModelOptions foreign;
+  app.add_option("CKPT", ckpt,
+                 "checkpoint file, compressed model, run folder (its best.safetensors), or weights from elsewhere "
+                 "with --model (their classes: the data's, sorted)")
+      ->required();
+  app.add_option("--data", data,
+                 "data to evaluate on (the model's class names, all or some of them; any DATA, docs/data.md)")
+      ->required();
+  app.add_option("--label-pattern", label_pattern,
+                 "RE2 regex with one capture group, the class: searched for in the file name, else in the path "
+                 "inside the data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg)");
   app.add_option("--batch-size", batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
   app.add_option("--workers", workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   // The advice of the bad-image limit names these (a test set with a few broken files of many).
   app.add_option("--max-pixels", d.max_pixels, "larger images count as undecodable (decompression bombs)")
-      ->capture_default_str()->check(at_least(1));
+      ->capture_default_str()
+      ->check(at_least(1));
   app.add_option("--max-bad-fraction", d.max_bad_fraction, "stop when more than this fraction of images is undecodable")
-      ->capture_default_str()->check(number_in(0, 1));
+      ->capture_default_str()
+      ->check(number_in(0, 1));
+  add_foreign_model_options(app, foreign);
   app.add_flag("--json", json, "print {accuracy, loss, per_class} as JSON on stdout");
+  add_data_options(app, d);
+  add_label_options(app, d);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
-  auto loaded = load_model_any(ckpt);
+  auto loaded = load_model_any(ckpt, foreign);
   d.label_pattern = label_pattern;
   d.channels = loaded.info.channels;
+  d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
   auto dataset = Dataset::open(data, d);
+  if (!dataset->split_folder().empty())
+    note("note: " + data + ": its top level is split folders: evaluating on " + dataset->split_folder());
+  use_data_classes(loaded, dataset->classes(), data);
   // The data may hold a subset of the model's classes (said in a note); a class the model does not
   // know is exit 3 naming it.
   const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), data);

@@ -4,29 +4,45 @@
 #include "cli.h"
 #include "commands.h"
 #include "run_lock.h"
-#include "frugal/checkpoint.h"
-#include "frugal/compress.h"
-#include "frugal/error.h"
-#include "frugal/onnx.h"
-#include "frugal/progress.h"
-#include "frugal/units.h"
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/compress/compress.h"
+#include "frugal/util/error.h"
+#include "frugal/compress/onnx.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
 
 namespace frugal::cli {
 
 int cmd_export(int argc, char** argv) {
-  CLI::App app("Export a model (checkpoint, run folder or compressed model) to a standard ONNX file "
-               "(opset 17, dynamic batch, batch norm folded, preprocessing in metadata_props).", "export");
+  CLI::App app(
+      "Export a model (checkpoint, run folder or compressed model) to a standard ONNX file "
+      "(opset 17, dynamic batch, batch norm folded, preprocessing in metadata_props).",
+      "export");
   std::string ckpt, format = "onnx", out;
   bool json = false;
-  app.add_option("CKPT", ckpt, "checkpoint file, compressed model or run folder")->required();
+  ForeignModelOptions foreign;
+  app.add_option("CKPT", ckpt,
+                 "checkpoint file, compressed model, run folder, or weights from elsewhere with --model (classes "
+                 "numbered 0..N-1)")
+      ->required();
   app.add_option("--format", format, "output format (onnx)")->check(CLI::IsMember({"onnx"}));
   app.add_option("-o,--output", out, "the .onnx file to write")->required();
+  add_foreign_model_options(app, foreign);
   app.add_flag("--json", json, "print a JSON report on stdout");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
-  auto loaded = load_model_any(ckpt);
-  const ModelFileSummary source = summarize_model_file(ckpt);
+  auto loaded = load_model_any(ckpt, foreign);
+  // Weights from elsewhere have no frugal metadata to summarize: their size is the report's.
+  ModelFileSummary source;
+  if (loaded.foreign) {
+    std::error_code ec;
+    source.file = ckpt;
+    source.bytes = std::filesystem::is_regular_file(ckpt, ec) ? std::filesystem::file_size(ckpt) : 0;
+    source.compression = nullptr;
+  } else {
+    source = summarize_model_file(ckpt);
+  }
   const auto run_lock = lock_run_folder_of(out, "exporting into this run folder");
   export_onnx(loaded.info, *loaded.model, out);
   const auto bytes = std::filesystem::file_size(out);
@@ -37,12 +53,15 @@ int cmd_export(int argc, char** argv) {
   const std::string stored = compressed ? source.compression.value("weights", std::string("float32")) : "float32";
   const double pruned = compressed ? source.compression.value("prune", 0.0) : 0.0;
   if (json) {
-    nlohmann::json doc{{"output", out}, {"format", format}, {"model", loaded.info.name}, {"bytes", bytes},
-                       {"opset", 17}, {"input", {"batch", loaded.info.channels, loaded.info.image_size,
-                                                 loaded.info.image_size}},
-                       {"weights", "float32"},
-                       {"source", {{"file", source.file.string()}, {"bytes", source.bytes},
-                                   {"compressed", compressed}}}};
+    nlohmann::json doc{
+        {"output", out},
+        {"format", format},
+        {"model", loaded.info.name},
+        {"bytes", bytes},
+        {"opset", 17},
+        {"input", {"batch", loaded.info.channels, loaded.info.image_size, loaded.info.image_size}},
+        {"weights", "float32"},
+        {"source", {{"file", source.file.string()}, {"bytes", source.bytes}, {"compressed", compressed}}}};
     if (compressed) {
       doc["source"]["weights"] = stored;
       doc["source"]["prune"] = pruned;
@@ -56,8 +75,7 @@ int cmd_export(int argc, char** argv) {
     if (pruned > 0) what += (what.empty() ? "" : ", ") + format_percent(pruned) + " pruned";
     note("note: " + source.file.string() + " is a compressed model (" + format_size(source.bytes) +
          (what.empty() ? "" : ": " + what) + "); ONNX receives its weights dequantized to dense float32 " +
-         "(its int8/float16 storage and pruning masks do not carry over), so " + out + " is " +
-         format_size(bytes));
+         "(its int8/float16 storage and pruning masks do not carry over), so " + out + " is " + format_size(bytes));
   }
   note("wrote " + out + " (" + format_size(bytes) + "): " + loaded.info.name + ", input (batch, " +
        std::to_string(loaded.info.channels) + ", " + std::to_string(loaded.info.image_size) + ", " +

@@ -20,7 +20,7 @@ namespace frugal::gpu {
 struct DeviceImage {
   const std::uint8_t* data = nullptr;  // (height, width, channels) uint8, rows of `pitch` bytes
   int width = 0, height = 0, pitch = 0;
-  bool ok = false;                     // false: nvJPEG did not decode it; `why` says why
+  bool ok = false;  // false: nvJPEG did not decode it; `why` says why
   std::string why;
 };
 

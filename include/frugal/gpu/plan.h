@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "frugal/doctor.h"
-#include "frugal/image.h"
+#include "frugal/util/doctor.h"
+#include "frugal/image/image.h"
 #include "frugal/gpu/resize_math.h"
 
 namespace frugal::gpu {
@@ -20,7 +20,9 @@ struct JobPlan {
 };
 JobPlan job_for(const CropPlan& plan);  // resized_crop and center_crop plans
 // job_for(plan_crop(...)) for a width x height source; nullopt for the small (<= 64 px)
-// transforms, which the GPU path leaves to the CPU. Error(invalid) as plan_crop.
+// transforms, which the GPU path leaves to the CPU. Error(invalid) as plan_crop. The kernel crops
+// the image as stored: the GPU loader plans only JPEGs whose EXIF orientation is 1 and leaves the
+// others to the CPU, which turns them (decode_transform).
 std::optional<JobPlan> plan_job(int width, int height, const TransformOptions& transform, std::uint64_t seed);
 
 // A job that copies an already transformed size x size image unchanged (CPU-decoded fallbacks).
@@ -40,11 +42,11 @@ struct GpuAvailability {
   bool cuda_built = false;    // compiled with nvcc
   bool nvjpeg_built = false;  // linked against nvJPEG
   int devices = 0;
-  std::string device_name;    // of device 0
-  int major = 0, minor = 0;   // device 0's compute capability
-  std::string problem;        // why devices is 0, from the CUDA runtime
-  BuildArchs kernel_archs;    // frugal's own kernels (the resize kernel, in this executable)
-  BuildArchs torch_archs;     // LibTorch's (libtorch_cuda.so); empty lists: not known
+  std::string device_name;   // of device 0
+  int major = 0, minor = 0;  // device 0's compute capability
+  std::string problem;       // why devices is 0, from the CUDA runtime
+  BuildArchs kernel_archs;   // frugal's own kernels (the resize kernel, in this executable)
+  BuildArchs torch_archs;    // LibTorch's (libtorch_cuda.so); empty lists: not known
 };
 GpuAvailability probe_gpu();
 

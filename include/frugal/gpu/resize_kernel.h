@@ -8,7 +8,7 @@
 namespace frugal::gpu {
 
 // `jobs` lives in device memory; every job has `channels` channels. Asynchronous on `stream`.
-void launch_resize(const ResizeJob* jobs, int batch, int size, int channels, OutputType type,
-                   const Normalisation& norm, void* out, cudaStream_t stream);
+void launch_resize(const ResizeJob* jobs, int batch, int size, int channels, OutputType type, const Normalisation& norm,
+                   void* out, cudaStream_t stream);
 
 }  // namespace frugal::gpu

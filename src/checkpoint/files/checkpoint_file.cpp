@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <string_view>
 
-#include "frugal/checkpoint_files.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/hash.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
 
 namespace fs = std::filesystem;
 
@@ -97,9 +97,7 @@ std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name
   return CheckpointName{*epoch, *step, delta};
 }
 
-std::string payload_checksum(const void* data, std::size_t n) {
-  return "xxh3-64:" + checksum_hex(xxh3_64(data, n));
-}
+std::string payload_checksum(const void* data, std::size_t n) { return "xxh3-64:" + checksum_hex(xxh3_64(data, n)); }
 
 std::string verify_checkpoint_file(const fs::path& path) {
   try {

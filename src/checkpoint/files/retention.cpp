@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <set>
 
-#include "frugal/checkpoint_files.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
-#include "frugal/terminal.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/util/terminal.h"
 
 namespace fs = std::filesystem;
 

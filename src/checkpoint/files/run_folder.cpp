@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <string_view>
 
-#include "frugal/error.h"
-#include "frugal/fs.h"
-#include "frugal/run_folder.h"
-#include "frugal/terminal.h"
-#include "frugal/units.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
+#include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
 
 namespace fs = std::filesystem;
 
@@ -91,7 +91,8 @@ std::optional<nlohmann::json> read_run_config(const fs::path& run) {
          "it is not frugal's; move it out of the run folder; nothing was changed");
   nlohmann::json j = parse_json_bounded(*text, config.string());
   if (!j.is_object())
-    fail(ErrorKind::invalid, config.string(), "a JSON object", j.type_name(), "fix or remove the file; nothing was changed");
+    fail(ErrorKind::invalid, config.string(), "a JSON object", j.type_name(),
+         "fix or remove the file; nothing was changed");
   return j;
 }
 
@@ -147,7 +148,6 @@ std::optional<std::pair<std::uint64_t, fs::path>> budget_from_runs(const std::ve
   return best;
 }
 
-
 namespace {
 
 bool is_frugal_checkpoint(const fs::path& file) {
@@ -157,6 +157,28 @@ bool is_frugal_checkpoint(const fs::path& file) {
   } catch (const Error&) {
     return false;
   }
+}
+
+// The names in `dir` but hidden ones (".x"), sorted.
+std::vector<std::string> visible_names(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!name.empty() && name[0] != '.') names.push_back(std::move(name));
+  }
+  if (ec) fail_errno("read folder", dir.string(), ec.value());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void refuse_special_own_files(const fs::path& dir, const std::vector<std::string>& names) {
+  for (const auto& name : names)
+    if (is_own_file(name) && file_kind(dir / name) != "a regular file")
+      fail(ErrorKind::invalid, (dir / name).string(), "a regular file (frugal writes it in a run folder)",
+           file_kind(dir / name),
+           "frugal reads and appends its own files only as regular files (a FIFO would block it, a device "
+           "never end, a link lead out of the folder): remove it, then run the same command again");
 }
 
 }  // namespace
@@ -177,24 +199,12 @@ RunFolderOwner run_folder_owner(const fs::path& dir) {
     foreign(file_kind(dir) + ", not a folder");
     return out;
   }
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (!name.empty() && name[0] != '.') names.push_back(std::move(name));
-  }
-  if (ec) fail_errno("read folder", dir.string(), ec.value());
-  std::sort(names.begin(), names.end());
+  const std::vector<std::string> names = visible_names(dir);
   if (names.empty()) {
     out.kind = RunFolderOwner::Kind::empty;
     return out;
   }
-  for (const auto& name : names)
-    if (is_own_file(name) && file_kind(dir / name) != "a regular file")
-      fail(ErrorKind::invalid, (dir / name).string(), "a regular file (frugal writes it in a run folder)",
-           file_kind(dir / name),
-           "frugal reads and appends its own files only as regular files (a FIFO would block it, a device "
-           "never end, a link lead out of the folder): remove it, then run the same command again");
+  refuse_special_own_files(dir, names);
   bool config = std::binary_search(names.begin(), names.end(), std::string(kConfigFile));
   if (config && has_frugal_config(dir)) {
     out.kind = RunFolderOwner::Kind::frugal;
@@ -207,8 +217,10 @@ RunFolderOwner run_folder_owner(const fs::path& dir) {
     if (name == kMetricsFile) {
       metrics = true;
     } else if (name == kBestFile || parse_checkpoint_name(name)) {
-      if (is_frugal_checkpoint(dir / name)) checkpoint = true;
-      else foreign(name + " is not a frugal checkpoint");
+      if (is_frugal_checkpoint(dir / name))
+        checkpoint = true;
+      else
+        foreign(name + " is not a frugal checkpoint");
     } else {
       std::error_code kind_ec;
       const bool folder = fs::symlink_status(dir / name, kind_ec).type() == fs::file_type::directory;
@@ -217,7 +229,8 @@ RunFolderOwner run_folder_owner(const fs::path& dir) {
   }
   // Lines of someone else's metrics.jsonl would mix with frugal's: without a config or checkpoint
   // of frugal's beside it, the file is not frugal's.
-  if (metrics && !checkpoint) foreign(std::string(kMetricsFile) + " without a frugal config.json or checkpoint beside it");
+  if (metrics && !checkpoint)
+    foreign(std::string(kMetricsFile) + " without a frugal config.json or checkpoint beside it");
   if (out.kind != RunFolderOwner::Kind::foreign) out.kind = RunFolderOwner::Kind::frugal;
   return out;
 }

@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <set>
 
-#include "frugal/checked.h"
-#include "frugal/checkpoint_files.h"
-#include "frugal/error.h"
-#include "frugal/fs.h"
+#include "frugal/util/checked.h"
+#include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 
 namespace fs = std::filesystem;
 
@@ -40,8 +40,7 @@ std::uint64_t shape_bytes(const nlohmann::json& shape, std::uint64_t elem, const
   return n;
 }
 
-SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t header_size,
-                                    const std::string& name) {
+SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t header_size, const std::string& name) {
   header_parses.fetch_add(1, std::memory_order_relaxed);
   SafetensorsHeader h;
   h.header_size = header_size;
@@ -52,8 +51,7 @@ SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t he
   h.tensors = nlohmann::json::object();
   for (auto& [key, value] : j.items()) {
     if (key == "__metadata__") {
-      if (!value.is_object())
-        fail(ErrorKind::invalid, name, "\"__metadata__\" as a string map", value.type_name(), "");
+      if (!value.is_object()) fail(ErrorKind::invalid, name, "\"__metadata__\" as a string map", value.type_name(), "");
       for (auto& [mk, mv] : value.items()) {
         if (!mv.is_string())
           fail(ErrorKind::invalid, name, "string metadata values", "\"" + mk + "\": " + mv.type_name(), "");
@@ -69,8 +67,7 @@ SafetensorsHeader parse_header_json(std::string_view json_text, std::uint64_t he
       fail(ErrorKind::invalid, where, "{\"dtype\", \"shape\", \"data_offsets\"}", value.dump().substr(0, 200),
            "the file is corrupt or not safetensors");
     auto begin = (*offs)[0].get<std::uint64_t>(), end = (*offs)[1].get<std::uint64_t>();
-    if (end < begin)
-      fail(ErrorKind::invalid, where, "data_offsets begin <= end", offs->dump(), "the file is corrupt");
+    if (end < begin) fail(ErrorKind::invalid, where, "data_offsets begin <= end", offs->dump(), "the file is corrupt");
     // dtype x shape must be the byte count the offsets give. Unknown dtypes (safetensors has more
     // than frugal reads) are left to the tensor loader, which names them; their shapes are still
     // checked for overflow.
@@ -153,7 +150,7 @@ std::uint64_t safetensors_header_parses() { return header_parses.load(std::memor
 
 std::size_t safetensors_dtype_size(std::string_view dtype) {
   static const std::pair<std::string_view, std::size_t> sizes[] = {
-      {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4}, {"U32", 4}, {"F16", 2}, {"BF16", 2},
+      {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4},  {"U32", 4},     {"F16", 2},    {"BF16", 2},
       {"I16", 2}, {"U16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   for (const auto& [n, s] : sizes)
     if (n == dtype) return s;
@@ -204,8 +201,8 @@ std::vector<DeltaIndexItem> parse_delta_index(std::string_view text, const std::
     std::vector<DeltaIndexItem> out;
     std::set<std::string> seen;
     for (const auto& item : index) {
-      if (!item.is_array() || item.size() != 4 || !item[0].is_string() || !item[1].is_string() ||
-          !item[2].is_array() || !item[3].is_string())
+      if (!item.is_array() || item.size() != 4 || !item[0].is_string() || !item[1].is_string() || !item[2].is_array() ||
+          !item[3].is_string())
         fail(ErrorKind::invalid, where, "delta_index items [NAME, DTYPE, SHAPE, MODE]", item.dump().substr(0, 200),
              "the file is corrupt");
       DeltaIndexItem d;
@@ -216,13 +213,15 @@ std::vector<DeltaIndexItem> parse_delta_index(std::string_view text, const std::
       if (!seen.insert(d.name).second)
         fail(ErrorKind::invalid, at, "each tensor once in delta_index", "a duplicate", "the file is corrupt");
       if (d.mode != "same" && d.mode != "xor" && d.mode != "raw")
-        fail(ErrorKind::invalid, at, "mode same, xor or raw", "\"" + d.mode.substr(0, 40) + "\"", "the file is corrupt");
+        fail(ErrorKind::invalid, at, "mode same, xor or raw", "\"" + d.mode.substr(0, 40) + "\"",
+             "the file is corrupt");
       const std::uint64_t elem = safetensors_dtype_size(d.dtype);
       if (!elem)
         fail(ErrorKind::unsupported, at, "a known safetensors dtype", "\"" + d.dtype.substr(0, 40) + "\"",
              "the file is corrupt or from a newer frugal");
       d.bytes = shape_bytes(item[2], elem, at);
-      for (const auto& dim : item[2]) d.shape.push_back(checked_cast<std::int64_t>(dim.get<std::uint64_t>(), at, "a dimension"));
+      for (const auto& dim : item[2])
+        d.shape.push_back(checked_cast<std::int64_t>(dim.get<std::uint64_t>(), at, "a dimension"));
       out.push_back(std::move(d));
     }
     return out;

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The loader on the same photos read from each kind of DATA, against the zip in the same run
+# (issue 28 item 6: every reader within 10% of the zip's images/s, i.e. ratio >= 0.9):
+#   folder    the photos as files (a folder of class folders)
+#   tar       one uncompressed tar of the same layout, read in place through its index
+#   shards    a WebDataset set of 4 shards (.jpg + .cls members), read in place
+#   parquet   Hugging Face parquet (an image struct {bytes, path} and a ClassLabel label column,
+#             row groups of 100 rows as `datasets` writes image sets), when this build reads parquet
+# Same 2,400 stored JPEG photos (scripts/make-photos.py, about 500x375), 224 px random-resized-crop
+# + flip, 2 decode threads, `frugal bench loader --json`. The sides run BENCH_ROUNDS times,
+# alternating, and each ratio is the median of the rounds' ratios (this machine's speed drifts by
+# 10% within minutes). One JSON line per reader and round, then one per reader with the median.
+# Env: BENCH_SECONDS (per side and round, default 8), BENCH_ROUNDS (default 3), BENCH_DATA (cache
+# folder for the generated data), FRUGAL_BIN, FRUGAL_PYTHON.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${FRUGAL_BIN:-$ROOT/build/bin}
+PY=${FRUGAL_PYTHON:-$ROOT/.venv/bin/python}
+SECS=${BENCH_SECONDS:-8}
+ROUNDS=${BENCH_ROUNDS:-3}
+DATA=${BENCH_DATA:-$ROOT/build/bench-data}
+CPUS=${BENCH_CPUS:-0,1}
+[[ -x $BIN/frugal ]] || { echo "loader_formats.sh: $BIN/frugal not built (ninja frugal frugal-torch)" >&2; exit 1; }
+pin() { if command -v taskset >/dev/null; then taskset -c "$CPUS" "$@"; else "$@"; fi; }
+mkdir -p "$DATA"
+PHOTOS=$DATA/photos.zip
+if [[ ! -f $PHOTOS ]]; then
+  "$PY" "$ROOT/scripts/make-photos.py" "$DATA/photos" --count 2400 --zip "$PHOTOS.tmp" >&2 && mv "$PHOTOS.tmp" "$PHOTOS"
+fi
+F=$DATA/formats
+if [[ ! -f $F/done || $F/done -ot $PHOTOS ]]; then
+  rm -rf "$F" && mkdir -p "$F"
+  "$PY" - "$PHOTOS" "$F" <<'PY'
+import io, json, os, sys, tarfile, zipfile
+src, out = sys.argv[1:]
+with zipfile.ZipFile(src) as z:
+    items = [(i.filename, z.read(i)) for i in z.infolist() if not i.is_dir()]
+classes = sorted({n.split("/")[-2] for n, _ in items})
+for n, b in items:
+    p = os.path.join(out, "folder", n)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    open(p, "wb").write(b)
+def add(t, name, data):
+    ti = tarfile.TarInfo(name); ti.size = len(data); t.addfile(ti, io.BytesIO(data))
+with tarfile.open(os.path.join(out, "data.tar"), "w", format=tarfile.GNU_FORMAT) as t:
+    for n, b in items:
+        add(t, n, b)
+# WebDataset: samples in one shuffled order (as sets are written), 4 shards.
+import random
+order = list(range(len(items))); random.Random(0).shuffle(order)
+per = (len(order) + 3) // 4
+for s in range(4):
+    with tarfile.open(os.path.join(out, "shards-%06d.tar" % s), "w", format=tarfile.GNU_FORMAT) as t:
+        for k in order[s * per:(s + 1) * per]:
+            n, b = items[k]
+            add(t, "%08d.jpg" % k, b)
+            add(t, "%08d.cls" % k, str(classes.index(n.split("/")[-2])).encode())
+try:
+    import pyarrow as pa, pyarrow.parquet as pq
+except ImportError:
+    pa = None
+if pa is not None:
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    table = pa.table({"image": pa.array([{"bytes": b, "path": n.split("/")[-1]} for n, b in items], type=image),
+                      "label": pa.array([classes.index(n.split("/")[-2]) for n, _ in items], type=pa.int64())})
+    features = {"image": {"_type": "Image"}, "label": {"_type": "ClassLabel", "names": classes}}
+    table = table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})})
+    pq.write_table(table, os.path.join(out, "train-00000-of-00001.parquet"), row_group_size=100)
+open(os.path.join(out, "done"), "w").write("ok\n")
+PY
+fi
+
+rate() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)["images_per_s"])'; }
+declare -A DATA_OF=([zip]=$PHOTOS [folder]=$F/folder [tar]=$F/data.tar [shards]="$F/shards-{000000..000003}.tar"
+                    [parquet]=$F/train-00000-of-00001.parquet)
+readers=(zip folder tar shards)
+if [[ -f ${DATA_OF[parquet]} ]] && pin "$BIN/frugal" bench loader "${DATA_OF[parquet]}" --seconds 1 --workers 2 --json >/dev/null 2>&1; then
+  readers+=(parquet)
+else
+  echo '{"bench": "loader_parquet", "skipped": "this build or .venv does not read parquet"}'
+fi
+declare -A RATIOS
+for ((r = 1; r <= ROUNDS; r++)); do
+  declare -A RATE=()
+  for k in "${readers[@]}"; do
+    RATE[$k]=$(pin "$BIN/frugal" bench loader "${DATA_OF[$k]}" --image-size 224 --workers 2 --seconds "$SECS" --json 2>/dev/null | rate)
+  done
+  for k in "${readers[@]}"; do
+    ratio=$("$PY" -c "print(round(${RATE[$k]} / ${RATE[zip]}, 3))")
+    RATIOS[$k]+="$ratio "
+    echo "{\"bench\": \"loader_$k\", \"round\": $r, \"images_per_s\": ${RATE[$k]}, \"zip_images_per_s\": ${RATE[zip]}, \"ratio\": $ratio}"
+  done
+done
+for k in "${readers[@]}"; do
+  [[ $k == zip ]] && continue
+  "$PY" -c "
+import json, statistics, sys
+rs = [float(x) for x in sys.argv[2].split()]
+m = statistics.median(rs)
+print(json.dumps({'bench': 'loader_' + sys.argv[1] + '_vs_zip', 'ratio_median': m, 'ratios': rs, 'target': 0.9, 'met': m >= 0.9}))" "$k" "${RATIOS[$k]}"
+done

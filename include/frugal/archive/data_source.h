@@ -1,0 +1,84 @@
+// DATA as users download it, read in place: one Archive interface (archive.h) over every reader.
+//
+// Design. `Archive` was a zip index; it is now the interface every reader implements: a list of
+// entries (ZipEntry: name, size, method, CRC when there is one) and positioned, thread-safe reads
+// (read, read_to, stored_view). Dataset, ls, verify and extract read any of these unchanged:
+//
+//   reader     entries                                   reads                      checksum
+//   zip        central directory (zip_index.h)           mapped, inflated          CRC-32
+//   tar        headers, indexed once (tar_index.h)       mapped, in place          none
+//   folder     the files under it, sorted (no link out)  pread of each file        none
+//   shards     the tars of a WebDataset set, in order    mapped, in place          none
+//   parquet    a row with image bytes each (Arrow)       a cached row group        none
+//   SUB/       the entries under SUB, names relative     the archive below         as below
+//   INNER      a stored zip or tar inside another        a window of the outer one as INNER
+//
+// Members of a tar and files of a folder are "stored" (method 0, compressed_size == size) with
+// has_crc32 false: `ls` shows no CRC for them, `verify` reads each whole and checks what exists
+// (structure, sizes inside the file) and counts them as entries without checksum; extract compares
+// a file already there by its bytes. Links, devices, FIFOs and sparse files are listed with
+// entry_problem() and never read.
+//
+// What Archive::open(PATH) does, in order:
+//   1. PATH names a folder: the folder reader, or the parquet reader when its top level holds
+//      parquet files and no sub-folder. A pattern ("shards-{000000..000099}.tar", a glob
+//      "shards-*.tar", several joined by "::"): the WebDataset shard reader (webdataset.h), or the
+//      parquet reader when the first file it names is parquet.
+//   2. PATH names a file: split sets are found as before (part_set.h), then the bytes decide
+//      (file_type.h): a tar (ustar magic or a valid header) is indexed, parquet is read by the
+//      parquet reader, anything else goes to the zip parser; compressed tars, 7z, rar, images are
+//      refused naming what they are and what to do (a compressed tar: decompress.h,
+//      --cache-decompressed).
+//
+// Parquet (Hugging Face datasets' files; src/archive/parquet_archive.cpp, Arrow in a plugin loaded
+// on the first parquet file, src/archive/parquet_plugin.h; without it, refused saying so): the image column ({bytes, path} structs) and the
+// label column are chosen from the schema, the labels and class names (the `huggingface` schema
+// metadata) reach the dataset through Archive::entry_labels(). Every row group's image bytes are
+// read once at open (each row's size, null rows, format from the bytes); reads decode a row group
+// at a time into a bounded cache, and the epoch order keeps a window of row groups together
+// (sampler.h) so that each decode serves all its rows.
+//   3. PATH does not exist but a prefix before a ':' does: "DATA:REST". REST is resolved against
+//      the opened archive, level by level: an entry that is a file is opened as an archive inside
+//      it (read in place when stored; a deflated one is refused with the command that extracts
+//      it), a folder becomes a sub-folder view; "a.zip:inner.zip:train/" chains both. A folder's
+//      display name is "DATA:SUB", so a message about one of its files reads "DATA:SUB:file".
+//   4. ArchiveOptions::root, when set, is one more sub-folder view ({data_root}).
+//
+// The tar index cache (docs/formats.md, "Tar index cache"): a tar of at least kTarIndexCacheMin
+// members costs one read of every header on its first open (its headers lie all over the file: on
+// a cold disk, a page fault each). The index is then written, crash-safely, to a file in the
+// cache folder (ArchiveOptions::index_cache_dir, else default_index_cache_dir(); never beside the
+// data, which is often read-only, as Kaggle's /kaggle/input is), named by a hash of the tar's
+// path and range. It is used again only when it was made from the same bytes as far as the file
+// system tells: every file's size, mtime (ns), device and inode, the range read, the index's own
+// xxh3 checksum, and the header checksums of up to 64 members spread over the tar, read again.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace frugal {
+
+// Tars with fewer members are parsed on every open (microseconds) and never cached.
+inline constexpr std::size_t kTarIndexCacheMin = 1000;
+
+// $FRUGAL_CACHE_DIR, else $XDG_CACHE_HOME/frugal, else $HOME/.cache/frugal; tar indexes go in its
+// "tar-index" folder. Empty when none of them is set.
+std::filesystem::path default_index_cache_dir();
+
+// DATA split where the file system ends: `base` is the longest prefix before a ':' that exists
+// (the whole text when it exists itself, or when no prefix does), `rest` what follows, resolved
+// against the archive by Archive::open ("" when none).
+struct DataSpec {
+  std::filesystem::path base;
+  std::string rest;
+};
+DataSpec parse_data_spec(const std::string& text);
+
+// Whether `text` is a shard pattern rather than one file: it holds a brace group ("{0..9}",
+// "{a,b}"), glob characters (* ? [) or "::", and does not itself name an existing file.
+bool is_shard_pattern(const std::string& text);
+
+}  // namespace frugal

@@ -1,0 +1,65 @@
+// Evaluation of a model over a source of batches: mean cross-entropy, top-1 and per-class accuracy.
+// Included by train.h (it uses StepOptions from there).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frugal/data/loader.h"
+#include "frugal/models/models.h"
+#include "frugal/run/train_log.h"
+
+namespace frugal {
+
+struct StepOptions;
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+
+// How a dataset's classes map onto a model's outputs: by name. The one rule for `eval`, compress's
+// accuracy report and fine-tuning: the data may hold every class of the model or a subset of
+// them, in any order; a class the model does not know is Error(invalid) (exit 3) naming the
+// first of them, with the first names of both lists (a "0_T-shirt" beside "T-shirt" shows).
+struct ClassMatch {
+  std::vector<std::int64_t> to_model;  // dataset label -> model output index
+  std::vector<std::string> absent;     // the model's classes the data lacks, in the model's order
+  int model_classes = 0;               // the model's output count
+  torch::Tensor remap() const;         // to_model as an int64 tensor (index_select the labels)
+  // One line for a subset: the data holds K of the model's N classes (which are absent), and the
+  // figures are over the classes present. Empty when the data holds them all.
+  std::string note(const std::string& data_name) const;
+};
+ClassMatch match_classes(const std::vector<std::string>& model_classes, const std::vector<std::string>& data_classes,
+                         const std::string& data_name);
+
+// Each loader batch (>= 256 samples in `frugal train`) is forwarded in chunks of at most
+// `micro_batch` (0: whole); on running out of memory the chunk is halved and redone (nothing of a
+// failed chunk is counted), and the size kept here for later calls; at 1 it is Error(budget).
+struct EvalOptions {
+  std::int64_t micro_batch = 0;
+  bool oom_noted = false;
+  std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's
+  std::function<void(std::int64_t samples)> after_batch;     // each batch done (progress)
+  // Data-parallel: each process evaluates its shard of the data; this sums the counts (loss sum,
+  // hits and samples per class) over the processes in place, so every one reports the whole set.
+  std::function<void(std::vector<torch::Tensor>& counts)> reduce;
+};
+
+EvalResult evaluate(Model& model, BatchSource& source, int num_classes, const StepOptions& options,
+                    EvalOptions* eval = nullptr);
+// The same over any source of batches: next_batch fills (B, C, H, W) uint8 images and (B) labels,
+// false at the end.
+EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
+                    int num_classes, const StepOptions& options, EvalOptions* eval = nullptr);
+// Data whose classes are matched to the model's by name (match_classes): labels are mapped to the
+// model's outputs, accuracy is top-1 over all of them, and per_class follows the data's classes.
+EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, const StepOptions& options,
+                    EvalOptions* eval = nullptr);
+
+}  // namespace frugal

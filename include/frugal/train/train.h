@@ -1,0 +1,194 @@
+// Training (the configuration is run/train_config.h's): mixed precision with dynamic loss scaling, the accumulated training
+// step with OOM recovery, evaluation, and the run driver behind `frugal train`.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frugal/budget/budget.h"
+#include "frugal/util/env.h"
+#include "frugal/models/models.h"
+#include "frugal/run/train_config.h"
+#include "frugal/run/train_log.h"
+
+namespace frugal {
+
+// ---------------------------------------------------------------------------------------------
+// Mixed precision
+
+// Enables autocast for one device type while alive (off: does nothing).
+class AutocastGuard {
+ public:
+  AutocastGuard(torch::DeviceType device, AmpMode mode);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  torch::DeviceType device_;
+  bool active_ = false, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kFloat;
+};
+
+// Dynamic loss scaling for fp16 (torch.amp.GradScaler's algorithm, on the same ATen kernels):
+// the loss is multiplied by `scale` before backward; unscale() divides the gradients and finds
+// inf/NaN; a step with inf/NaN is skipped and the scale multiplied by backoff; after
+// growth_interval clean steps it is multiplied by growth. Disabled: scale 1, but unscale() still
+// reports non-finite gradients so such steps are skipped in every precision.
+struct LossScalerOptions {
+  bool enabled = true;
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  std::int64_t growth_interval = 2000;
+};
+
+class LossScaler {
+ public:
+  explicit LossScaler(LossScalerOptions options = {}, torch::Device device = torch::kCPU);
+  torch::Tensor scale(const torch::Tensor& loss) const;
+  // Divides the gradients by the scale in place; false when any is inf/NaN (skip the step).
+  bool unscale(const std::vector<torch::Tensor>& params);
+  // After each step (taken or skipped): adjusts the scale from what unscale() found.
+  void update();
+  double scale_value() const;
+  bool enabled() const { return options_.enabled; }
+  // "loss_scaler.scale" (F32) and "loss_scaler.growth_tracker" (I32) for checkpoints.
+  std::map<std::string, torch::Tensor> state() const;
+  void load_state(const std::map<std::string, torch::Tensor>& state);
+  static const std::vector<std::string>& state_names();  // the keys of state()
+
+ private:
+  LossScalerOptions options_;
+  torch::Tensor scale_, growth_tracker_, found_inf_;  // on the training device
+};
+
+// ---------------------------------------------------------------------------------------------
+// Optimizers and schedules
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;
+  double weight_decay = 0.05;
+  double momentum = 0.9;  // SGD
+  bool nesterov = true;   // SGD
+};
+
+// Parameters that require grad, in two groups: weights with weight decay, and norms and biases
+// (1-D tensors) without. The names come back in optimizer order (for checkpoint state).
+struct OptimizerSetup {
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+};
+OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& options);
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr);
+
+// Sets requires_grad(false) on every parameter whose name starts with one of the prefixes
+// (matching whole name components: "layer1" freezes "layer1.0.conv1.weight", not "layer10.*").
+// Returns the number of tensors frozen; a prefix that matches nothing -> Error(usage).
+int freeze(Model& model, const std::vector<std::string>& prefixes);
+
+// ---------------------------------------------------------------------------------------------
+// The training step
+
+struct StepOptions {
+  int micro_batch = 64;  // samples per forward/backward
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // 0: no clipping
+  AmpMode amp = AmpMode::off;
+  torch::Device device = torch::kCPU;
+  bool channels_last = false;                // lay each micro-batch out channels-last (see to_channels_last)
+  std::vector<float> mean{0.5f}, std{0.5f};  // normalization of uint8 images
+  // Data-parallel with --sync-bn: each batch is forwarded in ceil(max(its size, this) /
+  // micro_batch) chunks, empty ones too, so that every rank makes the same collectives (0: only
+  // the chunks that hold samples).
+  std::int64_t equal_forwards = 0;
+};
+
+// Stores the model's 4-D weights channels-last, as PyTorch's module.to(memory_format=...) does:
+// also the single-input-channel ones, which contiguous(ChannelsLast) would leave with NCHW strides
+// (they count as channels-last already) and which would then keep the first layers on NCHW kernels.
+// The same holds for an input (N, 1, H, W); TrainStep lays batches out that way with channels_last.
+void to_channels_last(Model& model);
+torch::Tensor as_channels_last(const torch::Tensor& t);
+
+// (B, C, H, W) uint8 on any device -> normalized float on options.device (channels-last when asked).
+torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& options);
+
+// One optimizer step over the samples of `batches` (uint8 images as the loader gives them),
+// split into micro-batches of `micro_batch`. Each micro-batch's mean loss is weighted by its share
+// of the step's samples, so the accumulated gradient equals that of one batch of all of them.
+//
+// On running out of memory (c10::OutOfMemoryError, or cuBLAS/cuDNN failing to allocate, see
+// is_out_of_memory) the step is undone (gradients zeroed, batch-norm statistics restored, CUDA
+// cache emptied), micro_batch halved and the step rerun on the same samples; the new size is kept
+// (micro_batch()) and noted once. At micro-batch 1 the error becomes Error(budget). An OOM inside
+// optimizer.step() is redone only when no parameter or optimizer state had changed yet (else
+// Error(budget): redoing it would step some parameters twice); make_optimizer() creates the
+// optimizer state up front so that the first step allocates none of it.
+class TrainStep {
+ public:
+  TrainStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, StepOptions options);
+  // `global_samples`: the step's samples over all the processes of a data-parallel run (0: these
+  // batches are the whole step). Each micro-batch's loss is weighted by its share of them, so that
+  // the gradients summed over the processes (reduce_gradients) are those of the global batch's
+  // mean loss; the result's loss and samples are then the global batch's too.
+  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples = 0);
+  int micro_batch() const { return options_.micro_batch; }
+
+  // Data-parallel: called once per optimizer step, after the last micro-batch's backward and
+  // before unscaling: sums the parameters' gradients (undefined ones as zeros) and `extra` (the
+  // step's loss sum) over the processes, in place. Every process then unscales, checks for inf/NaN
+  // and steps on the same gradients: one decision, taken alike everywhere.
+  std::function<void(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra)> reduce_gradients;
+  // Data-parallel: replaces zero_grad(set_to_none) before a step's first backward, e.g. with
+  // gradients that are views of the all-reduce's buckets, zeroed (ProcessGroup::prepare_gradients).
+  std::function<void(const std::vector<torch::Tensor>& params)> zero_gradients;
+
+  // Test seams: called before each micro-batch's forward with a running micro-step counter, and
+  // before optimizer.step(); may throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
+  std::function<void(std::int64_t micro_step)> before_micro_step;
+  std::function<void()> before_optimizer_step;
+
+ private:
+  StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples);
+  std::vector<torch::Tensor> trainable() const;
+
+  Model& model_;
+  torch::optim::Optimizer& optimizer_;
+  LossScaler& scaler_;
+  StepOptions options_;
+  std::int64_t micro_steps_ = 0;
+  bool oom_noted_ = false;
+};
+
+}  // namespace frugal
+
+#include "frugal/train/evaluate.h"  // evaluation over any BatchSource (needs StepOptions above)
+
+namespace frugal {
+
+// --init FILE: tensors of a safetensors file (a frugal checkpoint's trainer state left out).
+std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path);
+
+// Trains as configured. Every file the run writes and every clock it reads goes through `env`.
+// Nothing is written before training really starts: a refused option, unusable data, a budget
+// that does not fit (disk, memory, a deadline too short for one step) leave the run folder as they
+// found it (a folder it had to create is removed again).
+SessionOutcome train_session(const TrainConfig& config, Env& env = Env::real());
+
+// The torch.distributed backends this build can train several processes with (torchrun; README
+// "Several GPUs or machines"): "gloo (CPU)", and "nccl 2.27.3 (CUDA)" in a CUDA build.
+std::vector<std::string> distributed_backends();
+
+}  // namespace frugal

@@ -1,0 +1,360 @@
+// Streaming decompression of a compressed tar into the cache folder: memory is two 1 MiB buffers and
+// the decoder's state, whatever the file's size.
+#include "frugal/archive/decompress.h"
+
+#include <bzlib.h>
+#include <lzma.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <thread>
+
+#include "frugal/util/env.h"
+#include "frugal/util/error.h"
+#include "frugal/archive/file_type.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
+
+namespace frugal {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kBuf = std::size_t{1} << 20;
+
+// One decoder over the whole input, concatenated streams included. feed() turns input into output
+// through `emit`; finish() throws when the input ended inside a stream.
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  // Consumes all of `in`; calls emit for each piece of output.
+  virtual void feed(std::span<const std::uint8_t> in,
+                    const std::function<void(std::span<const std::uint8_t>)>& emit) = 0;
+  virtual bool complete() const = 0;
+};
+
+[[noreturn]] void corrupt(const std::string& where, const std::string& what) {
+  fail(ErrorKind::invalid, where, "a complete compressed stream", what,
+       "the file is damaged or truncated; copy it again");
+}
+
+class GzipDecoder final : public Decoder {
+ public:
+  explicit GzipDecoder(std::string where) : where_(std::move(where)), out_(kBuf) {
+    if (inflateInit2(&z_, 16 + 15) != Z_OK) fail(ErrorKind::io, "zlib", "an inflate stream", "out of memory", "");
+  }
+  ~GzipDecoder() override { inflateEnd(&z_); }
+  void feed(std::span<const std::uint8_t> in, const std::function<void(std::span<const std::uint8_t>)>& emit) override {
+    z_.next_in = const_cast<Bytef*>(in.data());
+    z_.avail_in = static_cast<uInt>(in.size());
+    while (z_.avail_in > 0) {
+      if (ended_) {
+        // After a member: another member, or zeros some tools pad with; anything else is damage.
+        if (z_.next_in[0] == 0) {
+          for (uInt i = 0; i < z_.avail_in; ++i)
+            if (z_.next_in[i] != 0) corrupt(where_, "bytes after the end of the gzip data");
+          return;
+        }
+        if (inflateReset(&z_) != Z_OK) corrupt(where_, "a gzip member that cannot start");
+        ended_ = false;
+      }
+      z_.next_out = out_.data();
+      z_.avail_out = static_cast<uInt>(out_.size());
+      const uInt before = z_.avail_in;
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if ((rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) ||
+          (rc == Z_BUF_ERROR && z_.avail_in == before && z_.avail_out == out_.size()))
+        corrupt(where_, "corrupt gzip data");
+      emit(std::span<const std::uint8_t>(out_.data(), out_.size() - z_.avail_out));
+      if (rc == Z_STREAM_END) ended_ = true;
+    }
+  }
+  bool complete() const override { return ended_; }
+
+ private:
+  std::string where_;
+  z_stream z_{};
+  std::vector<std::uint8_t> out_;
+  bool ended_ = false;
+};
+
+class ZstdDecoder final : public Decoder {
+ public:
+  explicit ZstdDecoder(std::string where) : where_(std::move(where)), d_(ZSTD_createDStream()), out_(kBuf) {
+    if (!d_) fail(ErrorKind::io, "zstd", "a decompression stream", "out of memory", "");
+    // A frame may ask for a window of up to 2 GiB (zstd --long=31); zstd's own default limit is 128 MiB.
+    ZSTD_DCtx_setParameter(d_, ZSTD_d_windowLogMax, 31);
+  }
+  ~ZstdDecoder() override { ZSTD_freeDStream(d_); }
+  void feed(std::span<const std::uint8_t> in, const std::function<void(std::span<const std::uint8_t>)>& emit) override {
+    ZSTD_inBuffer ib{in.data(), in.size(), 0};
+    while (ib.pos < ib.size) {
+      ZSTD_outBuffer ob{out_.data(), out_.size(), 0};
+      last_ = ZSTD_decompressStream(d_, &ob, &ib);
+      if (ZSTD_isError(last_)) corrupt(where_, std::string("corrupt zstd data (") + ZSTD_getErrorName(last_) + ")");
+      emit(std::span<const std::uint8_t>(out_.data(), ob.pos));
+    }
+  }
+  bool complete() const override { return last_ == 0; }
+
+ private:
+  std::string where_;
+  ZSTD_DStream* d_;
+  std::vector<std::uint8_t> out_;
+  std::size_t last_ = 1;
+};
+
+class XzDecoder final : public Decoder {
+ public:
+  explicit XzDecoder(std::string where) : where_(std::move(where)), out_(kBuf) {
+    if (lzma_stream_decoder(&s_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+      fail(ErrorKind::io, "liblzma", "a decompression stream", "out of memory", "");
+  }
+  ~XzDecoder() override { lzma_end(&s_); }
+  void feed(std::span<const std::uint8_t> in, const std::function<void(std::span<const std::uint8_t>)>& emit) override {
+    run(in, LZMA_RUN, emit);
+  }
+  // LZMA_CONCATENATED learns that the input ended only from LZMA_FINISH.
+  void finish(const std::function<void(std::span<const std::uint8_t>)>& emit) { run({}, LZMA_FINISH, emit); }
+  bool complete() const override { return ended_; }
+
+ private:
+  void run(std::span<const std::uint8_t> in, lzma_action action,
+           const std::function<void(std::span<const std::uint8_t>)>& emit) {
+    s_.next_in = in.data();
+    s_.avail_in = in.size();
+    for (;;) {
+      s_.next_out = out_.data();
+      s_.avail_out = out_.size();
+      const lzma_ret rc = lzma_code(&s_, action);
+      if (rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR) corrupt(where_, "corrupt xz data");
+      emit(std::span<const std::uint8_t>(out_.data(), out_.size() - s_.avail_out));
+      if (rc == LZMA_STREAM_END) ended_ = true;
+      if (rc == LZMA_STREAM_END || (s_.avail_in == 0 && s_.avail_out != 0) || rc == LZMA_BUF_ERROR) return;
+    }
+  }
+  std::string where_;
+  lzma_stream s_ = LZMA_STREAM_INIT;
+  std::vector<std::uint8_t> out_;
+  bool ended_ = false;
+};
+
+class Bzip2Decoder final : public Decoder {
+ public:
+  explicit Bzip2Decoder(std::string where) : where_(std::move(where)), out_(kBuf) { start(); }
+  ~Bzip2Decoder() override { BZ2_bzDecompressEnd(&s_); }
+  void feed(std::span<const std::uint8_t> in, const std::function<void(std::span<const std::uint8_t>)>& emit) override {
+    s_.next_in = const_cast<char*>(reinterpret_cast<const char*>(in.data()));
+    s_.avail_in = static_cast<unsigned>(in.size());
+    while (s_.avail_in > 0) {
+      if (ended_) {  // a further stream (pbzip2 writes one per block)
+        BZ2_bzDecompressEnd(&s_);
+        char* next = s_.next_in;
+        unsigned avail = s_.avail_in;
+        start();
+        s_.next_in = next;
+        s_.avail_in = avail;
+        ended_ = false;
+      }
+      s_.next_out = reinterpret_cast<char*>(out_.data());
+      s_.avail_out = static_cast<unsigned>(out_.size());
+      const unsigned before = s_.avail_in;
+      const int rc = BZ2_bzDecompress(&s_);
+      if ((rc != BZ_OK && rc != BZ_STREAM_END) || (rc == BZ_OK && s_.avail_in == before && s_.avail_out == out_.size()))
+        corrupt(where_, "corrupt bzip2 data");
+      emit(std::span<const std::uint8_t>(out_.data(), out_.size() - s_.avail_out));
+      if (rc == BZ_STREAM_END) ended_ = true;
+    }
+  }
+  bool complete() const override { return ended_; }
+
+ private:
+  void start() {
+    s_ = bz_stream{};
+    if (BZ2_bzDecompressInit(&s_, 0, 0) != BZ_OK)
+      fail(ErrorKind::io, "libbz2", "a decompression stream", "out of memory", "");
+  }
+  std::string where_;
+  bz_stream s_{};
+  std::vector<std::uint8_t> out_;
+  bool ended_ = false;
+};
+
+std::unique_ptr<Decoder> decoder_for(FileType type, const std::string& where) {
+  switch (type) {
+    case FileType::gzip:
+      return std::make_unique<GzipDecoder>(where);
+    case FileType::zstd:
+      return std::make_unique<ZstdDecoder>(where);
+    case FileType::xz:
+      return std::make_unique<XzDecoder>(where);
+    case FileType::bzip2:
+      return std::make_unique<Bzip2Decoder>(where);
+    default:
+      return nullptr;
+  }
+}
+
+// "photos.tar.gz" -> "photos", "x.tgz" -> "x"
+std::string stem_of(const fs::path& path) {
+  std::string name = path.filename().string();
+  for (const char* ext : {".tgz", ".tbz2", ".tbz", ".txz", ".tzst", ".gz", ".zst", ".zstd", ".xz", ".bz2"})
+    if (name.size() > std::strlen(ext) && name.ends_with(ext)) {
+      name.resize(name.size() - std::strlen(ext));
+      break;
+    }
+  if (name.size() > 4 && name.ends_with(".tar")) name.resize(name.size() - 4);
+  return name.substr(0, 100);
+}
+
+struct SourceStamp {
+  std::string path;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+};
+
+bool reusable(const fs::path& out, const fs::path& sidecar, const SourceStamp& src) {
+  std::optional<std::string> text;
+  try {
+    text = read_regular_at_most(sidecar, 64 << 10, Links::refuse);
+  } catch (const Error&) {
+    return false;
+  }
+  if (!text) return false;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "frugal-decompressed" ||
+      j.value("version", 0) != 1 || j.value("source", "") != src.path ||
+      j.value("source_size", std::uint64_t{0}) != src.size ||
+      j.value("source_mtime_ns", std::int64_t{0}) != src.mtime_ns)
+    return false;
+  struct stat st {};
+  return ::lstat(out.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         static_cast<std::uint64_t>(st.st_size) == j.value("bytes", ~std::uint64_t{0});
+}
+
+// Identifies the source: a cached tar is reused only while its source is unchanged.
+SourceStamp stamp_of(const fs::path& path, int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail_errno("stat", path.string(), errno);
+  std::error_code ec;
+  return {fs::absolute(path, ec).lexically_normal().string(), static_cast<std::uint64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+// "<stem>-<hash of the source's absolute path>.tar": one cached tar per source file.
+fs::path cached_tar_path(const fs::path& dir, const fs::path& path, const SourceStamp& stamp) {
+  char hash[9];
+  std::snprintf(hash, sizeof hash, "%08llx",
+                static_cast<unsigned long long>(xxh3_64(stamp.path.data(), stamp.path.size()) & 0xffffffffu));
+  return dir / (stem_of(path) + "-" + hash + ".tar");
+}
+
+// The decompressed bytes on their way to the cached tar: stops (nothing kept) past `max_bytes`
+// ({disk_budget}) or when the disk under `dir` runs low, looked at every 64 MiB.
+class TarSink {
+ public:
+  TarSink(Env& env, const fs::path& out, const fs::path& source, const fs::path& dir,
+          std::optional<std::uint64_t> max_bytes)
+      : env_(env), w_(env, out), source_(source), dir_(dir), max_bytes_(max_bytes) {}
+
+  void append(std::span<const std::uint8_t> piece) {
+    if (piece.empty()) return;
+    written_ += piece.size();
+    if (max_bytes_ && written_ > *max_bytes_)
+      fail(ErrorKind::budget, source_.string(), "a tar that fits in " + format_size(*max_bytes_) + " ({disk_budget})",
+           "more than that when decompressed (stopped at " + format_size(written_) + ", nothing kept)",
+           "raise {disk_budget} or free space, or decompress it yourself where there is room");
+    if (written_ - checked_at_ >= kCheckEvery || checked_at_ == 0) check_free_space();
+    w_.file().append(piece.data(), piece.size());
+  }
+  std::uint64_t written() const { return written_; }
+  void commit() { w_.commit(); }
+
+ private:
+  static constexpr std::uint64_t kCheckEvery = std::uint64_t{64} << 20;
+
+  void check_free_space() {
+    checked_at_ = written_;
+    const std::uint64_t free = env_.free_space(dir_);
+    if (free < kCheckEvery)
+      fail(ErrorKind::budget, dir_.string(), "room to decompress " + source_.filename().string(),
+           format_size(free) + " free after " + format_size(written_) + " written (nothing kept)",
+           "free space on that disk, or decompress it yourself where there is room");
+  }
+
+  Env& env_;
+  AtomicWrite w_;
+  const fs::path& source_;
+  const fs::path& dir_;
+  std::optional<std::uint64_t> max_bytes_;
+  std::uint64_t written_ = 0, checked_at_ = 0;
+};
+
+// Runs the `size` bytes of `fd` through `decoder` into `sink`; throws when the input ends inside a stream.
+void decompress_file(int fd, const fs::path& path, std::uint64_t size, Decoder& decoder, TarSink& sink) {
+  auto emit = [&sink](std::span<const std::uint8_t> piece) { sink.append(piece); };
+  std::vector<std::uint8_t> buf(kBuf);
+  Progress progress("decompress " + path.filename().string(), size);
+  for (std::uint64_t off = 0; off < size;) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), size - off));
+    pread_full(fd, buf.data(), n, off, path.string());
+    decoder.feed(std::span<const std::uint8_t>(buf.data(), n), emit);
+    off += n;
+    progress.advance(n);
+  }
+  if (auto* xz = dynamic_cast<XzDecoder*>(&decoder)) xz->finish(emit);
+  progress.finish();
+  if (!decoder.complete()) corrupt(path.string(), "data that ends inside a stream");
+}
+
+}  // namespace
+
+DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::optional<std::uint64_t> max_bytes,
+                               Env& env) {
+  const FileTypeInfo type = file_type(path);
+  if (!is_compressed_tar(type))
+    fail(ErrorKind::unsupported, path.string(), "a compressed tar (.tar.gz, .tgz, .tar.zst, .tar.xz, .tar.bz2)",
+         describe(type), "only a compressed tar needs decompressing; give any other archive as it is");
+  UniqueFd in = open_regular(path);
+  const SourceStamp stamp = stamp_of(path, in.get());
+  env.create_dirs(dir);
+  const fs::path out = cached_tar_path(dir, path, stamp);
+  const fs::path sidecar = out.string() + ".source";
+
+  // One decompression into `dir` at a time: ranks started together would each write the same file.
+  std::optional<FileLock> lock;
+  while (!(lock = FileLock::try_lock(dir))) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (reusable(out, sidecar, stamp)) {
+    struct stat o {};
+    ::lstat(out.c_str(), &o);
+    return {out, static_cast<std::uint64_t>(o.st_size), true};
+  }
+
+  std::unique_ptr<Decoder> decoder = decoder_for(type.type, path.string());
+  TarSink sink(env, out, path, dir, max_bytes);
+  decompress_file(in.get(), path, stamp.size, *decoder, sink);
+  sink.commit();
+  const nlohmann::json j = {{"format", "frugal-decompressed"},
+                            {"version", 1},
+                            {"source", stamp.path},
+                            {"source_size", stamp.size},
+                            {"source_mtime_ns", stamp.mtime_ns},
+                            {"bytes", sink.written()}};
+  write_file_atomic(env, sidecar, j.dump(2) + "\n");
+  return {out, sink.written(), false};
+}
+
+DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::optional<std::uint64_t> max_bytes) {
+  return decompress_tar(path, dir, max_bytes, Env::real());
+}
+
+}  // namespace frugal

@@ -1,0 +1,420 @@
+// Hugging Face parquet files read in place (data_source.h has the design): one entry per row whose
+// image has bytes, read from a bounded cache of decoded row groups, the row group being parquet's
+// unit of I/O. Arrow does the parquet decoding, in a plugin loaded on the first parquet file
+// (parquet_plugin.h says why); without it parquet is refused saying so.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "archive/parquet_plugin.h"
+#include "archive/readers.h"
+#include "frugal/image/image.h"
+#include "frugal/util/error.h"
+#include "frugal/util/text.h"
+#include "frugal/util/units.h"
+
+#ifndef FRUGAL_PARQUET
+#define FRUGAL_PARQUET 0  // configured with -DFRUGAL_PARQUET=OFF: no plugin was built
+#endif
+
+namespace frugal {
+namespace {
+
+namespace pp = parquet_plugin;
+
+// One row group's image column, decoded, may take at most this much memory: the reader holds a few.
+constexpr std::uint64_t kMaxRowGroupImageBytes = std::uint64_t{512} << 20;
+// Decoded row groups kept for reads; the epoch order keeps its window of groups within half of it.
+constexpr std::uint64_t kCacheBytes = std::uint64_t{256} << 20;
+// The huggingface metadata read for class names, at most.
+constexpr std::size_t kMaxMetadataJson = std::size_t{16} << 20;
+constexpr std::uint64_t kMaxRows = std::uint64_t{1} << 31;
+
+#if FRUGAL_PARQUET
+// Where the plugin is: $FRUGAL_PARQUET_PLUGIN, else lib/ beside the executable's bin/ (an
+// install, the build tree), else where this build made it.
+std::vector<std::string> plugin_candidates() {
+  std::vector<std::string> out;
+  if (const char* p = std::getenv("FRUGAL_PARQUET_PLUGIN"); p && *p) return {p};
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::filesystem::path bin =
+        std::filesystem::path(std::string(exe, static_cast<std::size_t>(n))).parent_path();
+    out.push_back((bin.parent_path() / "lib" / "libfrugal_arrow_parquet.so").string());
+  }
+#ifdef FRUGAL_PARQUET_PLUGIN_PATH
+  out.push_back(FRUGAL_PARQUET_PLUGIN_PATH);
+#endif
+  return out;
+}
+#endif
+
+// The plugin's entry point, loaded once; throws Error(unsupported) naming `file` when there is none.
+frugal_parquet_open_fn plugin(const std::string& file) {
+  static std::mutex mu;
+  static frugal_parquet_open_fn open = nullptr;
+  static std::string tried;
+  std::lock_guard<std::mutex> lock(mu);
+  if (open) return open;
+#if FRUGAL_PARQUET
+  if (tried.empty())
+    for (const std::string& path : plugin_candidates()) {
+      if (void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        if (void* sym = ::dlsym(h, kFrugalParquetOpenSymbol)) {
+          open = reinterpret_cast<frugal_parquet_open_fn>(sym);
+          return open;
+        }
+      }
+      const char* why = ::dlerror();
+      tried += (tried.empty() ? "" : "; ") + path + ": " + (why ? why : "no entry point");
+    }
+  fail(ErrorKind::unsupported, file, "data this frugal reads",
+       "a Hugging Face parquet file, and its parquet reader could not be loaded (" + tried + ")",
+       "install pyarrow (scripts/setup.sh installs it into .venv) and rebuild frugal, or set FRUGAL_PARQUET_PLUGIN "
+       "to libfrugal_arrow_parquet.so");
+#else
+  fail(ErrorKind::unsupported, file, "data this frugal reads",
+       "a Hugging Face parquet file, and this frugal was built without parquet (FRUGAL_PARQUET=OFF)",
+       "build frugal with pyarrow installed (scripts/setup.sh) and -DFRUGAL_PARQUET=ON, or convert the set to a "
+       "folder of images");
+#endif
+}
+
+// frugal's ByteSource as the plugin's input.
+class SourceInput final : public pp::Input {
+ public:
+  explicit SourceInput(const ByteSource& src) : src_(src) {}
+  std::int64_t size() const override { return static_cast<std::int64_t>(src_.size()); }
+  std::string read_at(std::int64_t offset, std::int64_t n, void* out) const override {
+    try {
+      src_.read_at(static_cast<std::uint64_t>(offset), out, static_cast<std::size_t>(n));
+    } catch (const Error& err) {
+      return err.what();
+    }
+    return "";
+  }
+  const std::uint8_t* view(std::int64_t offset, std::int64_t n) const override {
+    auto v = src_.view(static_cast<std::uint64_t>(offset), static_cast<std::size_t>(n));
+    return v ? v->data() : nullptr;
+  }
+
+ private:
+  const ByteSource& src_;
+};
+
+// What Arrow or the parquet code says went wrong, as frugal's error for `file`.
+[[noreturn]] void refuse_bytes(const std::string& file, const std::string& what) {
+  fail(ErrorKind::invalid, file, "a parquet file Arrow reads", what,
+       "the file is damaged or truncated; copy it again (pyarrow.parquet.read_table() shows the same)");
+}
+
+// Runs f, turning the plugin's errors into frugal's naming `file`.
+template <class F>
+auto guarded(const std::string& file, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    refuse_bytes(file, e.what());
+  }
+}
+
+const char* extension(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::jpeg:
+      return "jpg";
+    case ImageFormat::png:
+      return "png";
+    case ImageFormat::webp:
+      return "webp";
+    case ImageFormat::gif:
+      return "gif";
+    case ImageFormat::bmp:
+      return "bmp";
+    case ImageFormat::tiff:
+      return "tif";
+    case ImageFormat::heic:
+      return "heic";
+    case ImageFormat::avif:
+      return "avif";
+    case ImageFormat::jpeg_xl:
+      return "jxl";
+    case ImageFormat::jpeg2000:
+      return "jp2";
+    default:
+      return "bin";
+  }
+}
+
+// Class names from the schema's `huggingface` metadata ({"info": {"features": {COLUMN: {"_type":
+// "ClassLabel", "names": [...]}}}}); empty when it has none for that column.
+std::vector<std::string> hf_class_names(const std::string& text, const std::string& column, const std::string& file) {
+  if (text.empty() || text.size() > kMaxMetadataJson || json_nesting(text) > 16) return {};  // not datasets': unused
+  const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return {};
+  const nlohmann::json* features = nullptr;
+  if (auto info = j.find("info"); info != j.end() && info->is_object())
+    if (auto f = info->find("features"); f != info->end() && f->is_object()) features = &*f;
+  if (!features) return {};
+  auto feature = features->find(column);
+  if (feature == features->end() || !feature->is_object()) return {};
+  auto type = feature->find("_type");
+  auto names = feature->find("names");
+  if (type == feature->end() || *type != "ClassLabel" || names == feature->end() || !names->is_array()) return {};
+  std::vector<std::string> out;
+  for (const auto& n : *names) {
+    if (!n.is_string() || n.get<std::string>().empty())
+      fail(ErrorKind::invalid, file, "class names (strings) in its huggingface metadata",
+           "a name that is " + std::string(n.is_string() ? "empty" : n.type_name()),
+           "give the names with {class_names} FILE");
+    out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
+// One file of the set, open.
+struct OpenFile {
+  std::unique_ptr<ByteSource> source;
+  std::string display, name;  // name: the file name, prefixing its entries' names
+  std::unique_ptr<pp::File> file;
+  int image_field = -1, label_field = -1;
+};
+
+// The image bytes of row group `g` of `f`, within the reader's bound.
+std::shared_ptr<const pp::ImageColumn> read_images(const OpenFile& f, int g) {
+  const std::uint64_t declared = guarded(f.display, [&] { return f.file->image_bytes_declared(g, f.image_field); });
+  if (declared > kMaxRowGroupImageBytes)
+    fail(ErrorKind::budget, f.display, "row groups whose images take at most " + format_size(kMaxRowGroupImageBytes),
+         "row group " + std::to_string(g) + " of " + format_size(declared),
+         "rewrite it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=100))");
+  auto images = guarded(f.display, [&] { return f.file->images(g, f.image_field); });
+  const std::int64_t rows = f.file->row_group_rows(g);
+  if (images->length() != rows)
+    refuse_bytes(f.display, "row group " + std::to_string(g) + " of " + std::to_string(images->length()) +
+                                " rows where its metadata says " + std::to_string(rows));
+  return images;
+}
+
+class ParquetArchive final : public Archive {
+ public:
+  ParquetArchive(std::vector<ParquetFile> files, std::string display) : display_(std::move(display)) {
+    for (auto& pf : files) {
+      auto f = std::make_unique<OpenFile>();
+      f->source = std::move(pf.source);
+      f->display = std::move(pf.display);
+      f->name = std::filesystem::path(f->display).filename().string();
+      files_.push_back(std::move(f));
+    }
+    for (std::size_t i = 0; i < files_.size(); ++i) open_file(*files_[i], i);
+    by_name_.reserve(entries_.size());
+    for (std::size_t i = 0; i < entries_.size(); ++i) by_name_.emplace(entries_[i].name, i);
+  }
+
+  const char* format() const override { return "parquet"; }
+  const std::vector<ZipEntry>& entries() const override { return entries_; }
+  std::optional<std::size_t> find(std::string_view name) const override {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) return std::nullopt;
+    return it->second;
+  }
+  const std::string& display_name() const override { return display_; }
+  const ByteSource& source() const override { return *files_.front()->source; }
+  const EntryLabels* entry_labels() const override { return &labels_; }
+  std::optional<std::span<const std::uint8_t>> stored_view(std::size_t i) const override {
+    (void)i;
+    return std::nullopt;  // bytes live in a decoded row group that the cache may drop: read() copies
+  }
+
+  void read(std::size_t i, std::vector<std::uint8_t>& out) const override {
+    if (i >= entries_.size())
+      fail(ErrorKind::usage, display_, "an entry index below " + std::to_string(entries_.size()), std::to_string(i),
+           "");
+    const auto group = decoded(labels_.io_group[i]);
+    const auto bytes = group->bytes(row_[i]);
+    if (bytes.size() != entries_[i].size)
+      fail(ErrorKind::invalid, display_ + ":" + entries_[i].name, "the image bytes read when it was opened",
+           std::to_string(bytes.size()) + " bytes where there were " + std::to_string(entries_[i].size),
+           "the file changed while frugal read it; run the command again");
+    out.assign(bytes.begin(), bytes.end());
+  }
+
+ private:
+  struct Group {
+    std::size_t file;
+    int local;
+  };
+
+  void open_file(OpenFile& f, std::size_t index) {
+    const frugal_parquet_open_fn open = plugin(f.display);
+    f.file.reset(guarded(f.display, [&] { return open(pp::kVersion, std::make_shared<SourceInput>(*f.source)); }));
+    choose_columns(f);
+    check_same_columns(f, index);
+    std::vector<std::optional<std::int64_t>> labels;
+    if (f.label_field >= 0) {
+      labels = guarded(f.display, [&] { return f.file->integers(f.label_field); });
+      if (static_cast<std::int64_t>(labels.size()) != f.file->rows())
+        refuse_bytes(f.display,
+                     std::to_string(labels.size()) + " labels for " + std::to_string(f.file->rows()) + " rows");
+      read_class_names(f);
+    }
+    std::int64_t file_row = 0;
+    for (int g = 0; g < f.file->row_groups(); ++g) {
+      groups_.push_back({index, g});
+      const auto images = read_images(f, g);
+      std::uint64_t group_bytes = 0;
+      for (std::int64_t r = 0; r < images->length(); ++r, ++file_row)
+        group_bytes += add_row(f, *images, r, file_row, labels);
+      labels_.io_group_bytes.push_back(group_bytes);
+    }
+  }
+
+  // The row as an entry (its size returned), or counted as skipped.
+  std::uint64_t add_row(const OpenFile& f, const pp::ImageColumn& images, std::int64_t r, std::int64_t file_row,
+                        const std::vector<std::optional<std::int64_t>>& labels) {
+    const std::string row_name = f.name + "/" + std::to_string(file_row);
+    const auto b = images.bytes(r);
+    if (images.is_null(r) || b.empty()) {
+      const std::string why = images.is_null(r) ? "no image bytes (null)" : "empty image bytes";
+      if (labels_.skipped[why]++ == 0) labels_.examples[why] = display_ + ":" + row_name;
+      return 0;
+    }
+    if (entries_.size() >= kMaxRows)
+      fail(ErrorKind::budget, display_, "at most " + std::to_string(kMaxRows) + " rows", "more", "");
+    ZipEntry e;
+    e.name = row_name + "." + extension(sniff_format(b.first(std::min<std::size_t>(b.size(), 32))));
+    e.raw_name = e.name;
+    e.has_crc32 = false;
+    e.size = e.compressed_size = b.size();
+    entries_.push_back(std::move(e));
+    row_.push_back(r);
+    labels_.io_group.push_back(static_cast<std::uint32_t>(groups_.size() - 1));
+    std::optional<std::int64_t> label;
+    if (!labels.empty()) {
+      const auto& l = labels[static_cast<std::size_t>(file_row)];
+      if (l && *l >= 0) label = l;
+    }
+    labels_.label.push_back(label);
+    return b.size();
+  }
+
+  // The first column named image/img holding {bytes, path} structs, else the first such column;
+  // the label: an integer column named label/labels, else the first integer column.
+  void choose_columns(OpenFile& f) {
+    const std::vector<pp::Field>& fields = f.file->fields();
+    std::string columns;
+    bool named = false;
+    for (int k = 0; k < static_cast<int>(fields.size()); ++k) {
+      const pp::Field& field = fields[static_cast<std::size_t>(k)];
+      columns += (columns.empty() ? "" : ", ") + field.name + " (" + field.type + ")";
+      const bool is_named = field.name == "image" || field.name == "img";
+      if (field.image && (f.image_field < 0 || (is_named && !named))) {
+        f.image_field = k;
+        named = named || is_named;
+      }
+    }
+    for (int k = 0; k < static_cast<int>(fields.size()) && f.label_field < 0; ++k)
+      if ((fields[static_cast<std::size_t>(k)].name == "label" ||
+           fields[static_cast<std::size_t>(k)].name == "labels") &&
+          fields[static_cast<std::size_t>(k)].integer)
+        f.label_field = k;
+    for (int k = 0; k < static_cast<int>(fields.size()) && f.label_field < 0; ++k)
+      if (fields[static_cast<std::size_t>(k)].integer) f.label_field = k;
+    if (f.image_field < 0)
+      fail(ErrorKind::invalid, f.display,
+           "an image column as Hugging Face datasets writes it (a struct of bytes and path)",
+           "the columns " + (columns.empty() ? std::string("(none)") : columns),
+           "frugal trains on images; a table of other data is not a dataset it reads");
+    if (f.label_field >= 0) labels_.column = fields[static_cast<std::size_t>(f.label_field)].name;
+  }
+
+  // Every file of a set names its columns alike (a set written by one datasets call does).
+  void check_same_columns(const OpenFile& f, std::size_t index) const {
+    if (index == 0) return;
+    const OpenFile& first = *files_.front();
+    auto name = [](const OpenFile& x, int k) {
+      return k < 0 ? std::string() : x.file->fields()[static_cast<std::size_t>(k)].name;
+    };
+    if (name(f, f.image_field) != name(first, first.image_field) ||
+        name(f, f.label_field) != name(first, first.label_field))
+      fail(ErrorKind::invalid, f.display,
+           "the image and label columns of " + first.display + " (" + name(first, first.image_field) + ", " +
+               (first.label_field < 0 ? std::string("none") : name(first, first.label_field)) + ")",
+           name(f, f.image_field) + ", " + (f.label_field < 0 ? std::string("none") : name(f, f.label_field)),
+           "give the files of one split (e.g. 'data/train-*.parquet'), not two tables");
+  }
+
+  void read_class_names(const OpenFile& f) {
+    auto names = hf_class_names(f.file->metadata("huggingface"), labels_.column, f.display);
+    if (names.empty()) return;
+    if (!labels_.class_names.empty() && labels_.class_names != names)
+      fail(ErrorKind::invalid, f.display, "the class names of " + names_from_ + " (its huggingface metadata)",
+           "other names", "give the files of one dataset, or name the classes with {class_names} FILE");
+    labels_.class_names = std::move(names);
+    names_from_ = f.display;
+  }
+
+  // Row group `id` decoded, from the cache when it is there (shared: a reader keeps it while it
+  // copies, whatever the cache drops meanwhile). Two threads missing the same group both decode it.
+  std::shared_ptr<const pp::ImageColumn> decoded(std::uint32_t id) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = cache_.find(id); it != cache_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second.second);
+        return it->second.first;
+      }
+    }
+    const Group& g = groups_[id];
+    auto images = read_images(*files_[g.file], g.local);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(id); it != cache_.end()) return it->second.first;
+    lru_.push_front(id);
+    cache_.emplace(id, std::make_pair(images, lru_.begin()));
+    cached_bytes_ += labels_.io_group_bytes[id];
+    while (cached_bytes_ > kCacheBytes && lru_.size() > 1) {
+      const std::uint32_t old = lru_.back();
+      lru_.pop_back();
+      cache_.erase(old);
+      cached_bytes_ -= labels_.io_group_bytes[old];
+    }
+    return images;
+  }
+
+  std::string display_, names_from_;
+  std::vector<std::unique_ptr<OpenFile>> files_;
+  std::vector<Group> groups_;
+  std::vector<ZipEntry> entries_;
+  std::vector<std::int64_t> row_;  // the entry's row within its row group
+  EntryLabels labels_;
+  std::unordered_map<std::string, std::size_t> by_name_;
+
+  mutable std::mutex mu_;
+  mutable std::list<std::uint32_t> lru_;
+  using Cached = std::pair<std::shared_ptr<const pp::ImageColumn>, std::list<std::uint32_t>::iterator>;
+  mutable std::unordered_map<std::uint32_t, Cached> cache_;
+  mutable std::uint64_t cached_bytes_ = 0;
+};
+
+}  // namespace
+
+bool parquet_built() { return FRUGAL_PARQUET != 0; }
+
+std::unique_ptr<Archive> open_parquet_archive(std::vector<ParquetFile> files, std::string display,
+                                              const ArchiveOptions& options) {
+  (void)options;
+  if (files.empty()) fail(ErrorKind::usage, display, "at least one parquet file", "none", "check the pattern");
+  plugin(files.front().display);  // refused before anything is read when there is no reader
+  return std::make_unique<ParquetArchive>(std::move(files), std::move(display));
+}
+
+}  // namespace frugal

@@ -1,0 +1,317 @@
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "dataset/dataset_shared.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
+
+namespace frugal {
+
+std::uint64_t SkipReport::total() const {
+  std::uint64_t n = 0;
+  for (const auto& [reason, c] : counts) n += c;
+  return n;
+}
+
+std::string SkipReport::summary() const {
+  std::string s;
+  for (const auto& [reason, c] : counts) {
+    if (!s.empty()) s += ", ";
+    s += std::to_string(c) + " " + reason;
+    auto ex = examples.find(reason);
+    if (ex != examples.end()) s += " (e.g. " + ex->second + ")";
+  }
+  return s.empty() ? "nothing" : s;
+}
+
+namespace {
+// Off only for bench/loader.sh's A/B of what the check costs; never a user option.
+bool crc_checks_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FRUGAL_BENCH_NO_CRC");
+    return !(v && std::string(v) == "1");
+  }();
+  return on;
+}
+
+// The split folders at the top of the data (under one wrapping folder at most), or nullopt when
+// its top level is anything else: every folder there must be a split name, train/ among them.
+struct SplitFolders {
+  std::string train, validation, test;  // "prefix/name/" as in the data; "" when absent
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<SplitFolders> find_split_folders(const Archive& a) {
+  auto folders_under = [&](const std::string& prefix) {
+    std::set<std::string> names;
+    for (const ZipEntry& e : a.entries()) {
+      if (e.name.size() <= prefix.size() || e.name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string rest = e.name.substr(prefix.size());
+      const auto slash = rest.find('/');
+      if (slash == std::string::npos || slash == 0) continue;  // a file at this level
+      const std::string first = rest.substr(0, slash);
+      if (first == "__MACOSX" || first[0] == '.') continue;  // junk, hidden: never classes either
+      names.insert(first);
+    }
+    return names;
+  };
+  std::string prefix;
+  std::set<std::string> names = folders_under(prefix);
+  if (names.size() == 1 && lower(*names.begin()) != "train") {
+    prefix = *names.begin() + "/";
+    names = folders_under(prefix);
+  }
+  SplitFolders f;
+  for (const std::string& n : names) {
+    const std::string l = lower(n);
+    std::string* slot = l == "train"                                      ? &f.train
+                        : l == "val" || l == "valid" || l == "validation" ? &f.validation
+                        : l == "test"                                     ? &f.test
+                                                                          : nullptr;
+    if (!slot || !slot->empty()) return std::nullopt;  // a class folder, or two spellings of a split
+    *slot = prefix + n + "/";
+  }
+  // train/ alone is a common root of class folders, as it always was: splits take two of them.
+  if (f.train.empty() || (f.validation.empty() && f.test.empty())) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+std::string view_crc_problem(const Archive& a, std::size_t entry, std::span<const std::uint8_t> bytes) {
+  const ZipEntry& e = a.entries()[entry];
+  if (!crc_checks_enabled() || !e.has_crc32) return "";  // tar members, a folder's files: nothing to check
+  const std::uint32_t crc = crc32(0, bytes.data(), bytes.size());
+  if (crc == e.crc32) return "";
+  // A part that shrank under its mapping reads as zeros: that is exit 3 for the whole set, not a
+  // damaged sample to skip (Archive::read checks the same before its CRC).
+  a.source().check_intact();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "CRC-32 %08x (the archive records %08x)", crc, e.crc32);
+  return buf;
+}
+
+namespace {
+
+// The bytes of a file sample, checked as `frugal verify` checks them: a view into the mapped
+// archive when stored (its CRC-32 computed here: libdeflate's runs at 10+ GB/s, microseconds per
+// photo), else inflated into `buf` by Archive::read, which checks it.
+std::span<const std::uint8_t> entry_bytes(const Archive& a, std::size_t entry, std::vector<std::uint8_t>& buf) {
+  if (auto v = a.stored_view(entry)) {
+    if (auto why = view_crc_problem(a, entry, *v); !why.empty())
+      fail(ErrorKind::invalid, a.display_name() + ":" + a.entries()[entry].name, "bytes matching their CRC-32", why,
+           "the archive is damaged; copy it again (frugal verify lists every damaged entry)");
+    return *v;
+  }
+  a.read(entry, buf);
+  return buf;
+}
+
+// The calling thread's buffer for entries that are inflated to be decoded.
+std::vector<std::uint8_t>& thread_buffer() {
+  thread_local std::vector<std::uint8_t> buf;
+  return buf;
+}
+
+struct Probe {
+  int channels = 3;
+  int side = 0;
+};
+
+// Channels and typical side from up to 32 samples spread over the dataset.
+Probe probe(const DatasetShared& d) {
+  std::vector<int> sides;
+  bool all_gray = true;
+  std::size_t n = d.samples.size(), step = std::max<std::size_t>(1, n / 32);
+  for (std::size_t i = 0; i < n && sides.size() < 32; i += step) {
+    const Sample& s = d.samples[i];
+    int w = 0, h = 0, c = 0;
+    try {
+      if (s.item >= 0) {
+        const auto& shape = d.arrays[s.entry].header.shape;
+        auto g = detail::npy_image_shape(std::vector<std::int64_t>(shape.begin() + 1, shape.end()), d.where(s));
+        w = g.width, h = g.height, c = g.channels;
+      } else {
+        auto bytes = entry_bytes(*d.archive, s.entry, thread_buffer());
+        if (sniff_format(bytes) == ImageFormat::npy) {
+          auto g = detail::npy_image_shape(detail::parse_npy(bytes, d.where(s)).shape, d.where(s));
+          w = g.width, h = g.height, c = g.channels;
+        } else {
+          ImageInfo info = read_image_info(bytes, d.where(s), d.options.max_pixels, d.options.exif_orientation);
+          w = info.width, h = info.height, c = info.channels;
+        }
+      }
+    } catch (const Error&) {
+      continue;  // counted when a loader meets it
+    }
+    sides.push_back(std::min(w, h));
+    if (c != 1) all_gray = false;
+  }
+  Probe p;
+  if (sides.empty()) return p;
+  const auto middle = sides.begin() + static_cast<std::ptrdiff_t>(sides.size() / 2);
+  std::nth_element(sides.begin(), middle, sides.end());
+  p.side = *middle;
+  p.channels = all_gray ? 1 : 3;
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const DatasetOptions& options) {
+  if (options.channels != 0 && options.channels != 1 && options.channels != 3)
+    fail(ErrorKind::usage, "{channels}", "1 or 3", std::to_string(options.channels), "");
+  if (!(options.max_bad_fraction >= 0 && options.max_bad_fraction <= 1))
+    fail(ErrorKind::usage, "{max_bad_fraction}", "a fraction in [0, 1]", std::to_string(options.max_bad_fraction), "");
+  auto d = std::make_shared<DatasetShared>();
+  d->path = path;
+  d->options = options;
+  ArchiveOptions ao;
+  ao.name_encoding = options.name_encoding;
+  ao.root = options.root;
+  ao.cache_decompressed = options.cache_decompressed;
+  ao.decompressed_max_bytes = options.decompressed_max_bytes;
+  d->archive = Archive::open(path, ao);
+  // Found in the data as given: a CSV at its top labels the files of its split folders too.
+  d->csv_labels = CsvLabels::open(*d->archive, path, options);
+  d->class_names = read_class_names(*d->archive, path, options);
+  if (options.root.empty())
+    if (const auto splits = find_split_folders(*d->archive)) {
+      const bool val = options.split == SplitFolder::validation;
+      const std::string& chosen = !val                          ? splits->train
+                                  : !splits->validation.empty() ? splits->validation
+                                                                : splits->test;
+      d->split_folder = chosen;
+      d->validation_folder = splits->validation;
+      ao.root = chosen;
+      d->archive = Archive::open(path, ao);
+    }
+  scan_layout(*d);
+  if (d->samples.empty())
+    fail(ErrorKind::invalid, d->archive->display_name(),
+         "labelled images (JPEG, PNG, WebP, GIF, BMP, TIFF) or .npy arrays",
+         "none (skipped: " + d->open_skips.summary() + ")",
+         "use class folders (class/file.jpg), a labels.csv (path,label), {labels} FILE or {label_pattern}");
+  Probe p = probe(*d);
+  d->channels = options.channels ? options.channels : p.channels;
+  d->native_size = p.side;
+  std::vector<std::size_t> all(d->samples.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return std::make_shared<Dataset>(std::move(d), std::move(all));
+}
+
+Dataset::Dataset(std::shared_ptr<DatasetShared> shared, std::vector<std::size_t> indices)
+    : shared_(std::move(shared)), indices_(std::move(indices)) {}
+
+const std::vector<std::string>& Dataset::classes() const { return shared_->classes; }
+std::size_t Dataset::size() const { return indices_.size(); }
+int Dataset::label(std::size_t i) const { return shared_->samples[indices_.at(i)].label; }
+const std::string& Dataset::name(std::size_t i) const { return shared_->samples[indices_.at(i)].name; }
+int Dataset::channels() const { return shared_->channels; }
+int Dataset::native_size() const { return shared_->native_size; }
+const DatasetOptions& Dataset::options() const { return shared_->options; }
+const std::filesystem::path& Dataset::path() const { return shared_->path; }
+const std::string& Dataset::split_folder() const { return shared_->split_folder; }
+const std::string& Dataset::validation_folder() const { return shared_->validation_folder; }
+
+std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const {
+  for (auto& i : indices) {
+    if (i >= indices_.size())
+      fail(ErrorKind::usage, "Dataset::subset", "indices below " + std::to_string(indices_.size()), std::to_string(i),
+           "");
+    i = indices_[i];
+  }
+  return std::make_shared<Dataset>(shared_, std::move(indices));
+}
+
+std::pair<std::shared_ptr<Dataset>, std::shared_ptr<Dataset>> Dataset::split_val(double fraction) const {
+  if (!(fraction >= 0 && fraction < 1))
+    fail(ErrorKind::usage, "{val_split}", "a fraction in [0, 1)", std::to_string(fraction), "");
+  std::vector<std::size_t> train, val;
+  for (std::size_t i = 0; i < indices_.size(); ++i) {
+    const std::string& n = name(i);
+    double u = static_cast<double>(xxh3_64(n.data(), n.size()) >> 11) * 0x1.0p-53;
+    (u < fraction ? val : train).push_back(i);
+  }
+  return {subset(std::move(train)), subset(std::move(val))};
+}
+
+SkipReport Dataset::skipped() const {
+  SkipReport r = shared_->open_skips;
+  std::lock_guard<std::mutex> lock(shared_->bad_mu);
+  for (const auto& [reason, c] : shared_->bad.counts) {
+    r.counts[reason] += c;
+    if (!r.examples.count(reason)) r.examples[reason] = shared_->bad.examples.at(reason);
+  }
+  return r;
+}
+
+IoGroups Dataset::io_groups() const {
+  IoGroups g;
+  const EntryLabels* el = shared_->archive->entry_labels();
+  if (!el || el->io_group.empty()) return g;
+  g.bytes = el->io_group_bytes;
+  g.group.reserve(indices_.size());
+  for (const std::size_t i : indices_) g.group.push_back(el->io_group[shared_->samples[i].entry]);
+  return g;
+}
+
+void Dataset::record_bad(std::size_t i, const std::string& why) const {
+  std::lock_guard<std::mutex> lock(shared_->bad_mu);
+  const std::string reason = "undecodable";
+  const std::uint64_t n = shared_->bad.counts[reason]++;
+  if (n == 0) shared_->bad.examples[reason] = why.empty() ? name(i) : why;
+  // Said, not only counted: a run that stays under --max-bad-fraction still names what it skipped.
+  constexpr std::uint64_t kShown = 3;
+  if (n < kShown)
+    note("skipping " + (why.empty() ? name(i) : why) + " (counted against {max_bad_fraction}" +
+         (n + 1 == kShown ? "; further bad samples are counted without a line each)" : ")"));
+}
+
+std::optional<std::span<const std::uint8_t>> Dataset::file_bytes(std::size_t i,
+                                                                 std::vector<std::uint8_t>& buffer) const {
+  const Sample& s = shared_->samples[indices_.at(i)];
+  if (s.item >= 0) return std::nullopt;
+  return entry_bytes(*shared_->archive, s.entry, buffer);
+}
+
+void Dataset::load(std::size_t i, const TransformOptions& transform, std::uint64_t seed, Image& scratch,
+                   Image& out) const {
+  const DatasetShared& d = *shared_;
+  const Sample& s = d.samples[indices_.at(i)];
+  TransformOptions t = transform;
+  t.channels = d.channels;
+  t.exif = d.options.exif_orientation;
+  if (s.item >= 0) {
+    const NpyArray& arr = d.arrays[s.entry];
+    if (!arr.damage.empty()) fail(ErrorKind::invalid, d.where(s), "an undamaged array", arr.damage, "");
+    std::vector<std::int64_t> shape(arr.header.shape.begin() + 1, arr.header.shape.end());
+    detail::npy_image(arr.sample(s.item), shape, d.where(s), scratch);
+    transform_image(scratch, t, seed, out);
+    return;
+  }
+  auto bytes = entry_bytes(*d.archive, s.entry, thread_buffer());
+  if (sniff_format(bytes) == ImageFormat::npy) {
+    auto h = detail::parse_npy(bytes, d.where(s));
+    if (h.kind != 'u' || h.item_size != 1)
+      fail(ErrorKind::invalid, d.where(s), "a uint8 image array",
+           std::string(1, h.kind) + std::to_string(h.item_size * 8), "save the image as uint8");
+    detail::npy_image(bytes.subspan(h.data_offset), h.shape, d.where(s), scratch);
+    transform_image(scratch, t, seed, out);
+    return;
+  }
+  decode_transform(bytes, t, d.options.max_pixels, seed, d.where(s), scratch, out);
+}
+
+}  // namespace frugal

@@ -1,0 +1,476 @@
+#include "dataset/label_sources.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "dataset/labels_csv.h"
+#include "frugal/archive/archive.h"
+#include "frugal/util/error.h"
+#include "frugal/util/text.h"
+#include "frugal/util/fs.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
+#include "frugal/util/units.h"
+
+namespace frugal {
+namespace detail {
+namespace {
+
+std::string shown(std::string_view s) { return "\"" + printable(std::string(s.substr(0, 200))) + "\""; }
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+CsvReader::CsvReader(std::string where, char delimiter, Row row)
+    : where_(std::move(where)), delimiter_(delimiter), row_(std::move(row)) {}
+
+void CsvReader::end_field() {
+  fields_.push_back(std::move(field_));
+  field_.clear();
+  quoted_ = in_quotes_ = quote_seen_ = false;
+}
+
+void CsvReader::end_record() {
+  end_field();
+  const bool empty_line = fields_.size() == 1 && fields_[0].empty();
+  if (!empty_line) row_(fields_, record_line_);
+  fields_.clear();
+  record_bytes_ = 0;
+  record_line_ = line_;
+}
+
+void CsvReader::feed(std::string_view bytes) {
+  bytes_ += bytes.size();
+  if (bytes_ > kMaxLabelsCsvBytes)
+    fail(ErrorKind::invalid, where_, "a labels file of at most " + format_size(kMaxLabelsCsvBytes), "a larger file",
+         "shorten the file");
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const char c = bytes[i];
+    if (!started_) {
+      // A UTF-8 BOM, as spreadsheets write it, is not part of the first column's name.
+      static constexpr std::string_view kBom = "\xEF\xBB\xBF";
+      if (field_.size() < 3 && c == kBom[field_.size()] && fields_.empty() && !quoted_) {
+        field_ += c;
+        if (field_.size() == 3) {
+          field_.clear();
+          started_ = true;
+        }
+        continue;
+      }
+      started_ = true;
+    }
+    if (++record_bytes_ > kMaxLabelsLine)
+      fail(ErrorKind::invalid, where_ + ":" + std::to_string(record_line_),
+           "rows of at most " + format_size(kMaxLabelsLine), "a longer one", "fix the file");
+    if (c == '\n') ++line_;
+    if (in_quotes_) {
+      if (c == '"')
+        in_quotes_ = false, quote_seen_ = true;
+      else
+        field_ += c;
+      continue;
+    }
+    if (c == '"') {
+      if (quote_seen_) {  // "" inside a quoted field: one quote
+        field_ += '"';
+        in_quotes_ = true;
+        quote_seen_ = false;
+      } else if (field_.empty() && !quoted_) {
+        quoted_ = in_quotes_ = true;
+      } else {
+        field_ += c;  // a quote inside an unquoted field is text, as pandas reads it
+      }
+      continue;
+    }
+    quote_seen_ = false;
+    if (c == delimiter_)
+      end_field();
+    else if (c == '\n')
+      end_record();
+    else if (c != '\r')
+      field_ += c;
+  }
+}
+
+void CsvReader::finish() {
+  if (in_quotes_)
+    fail(ErrorKind::invalid, where_ + ":" + std::to_string(record_line_), "a closing quote (\")",
+         "the end of the file inside a quoted field", "fix the file");
+  if (!field_.empty() || !fields_.empty() || quoted_) end_record();
+}
+
+CsvLabelTable::CsvLabelTable(std::string where, char delimiter, std::string columns)
+    : where_(std::move(where)),
+      columns_(std::move(columns)),
+      reader_(where_, delimiter,
+              [this](const std::vector<std::string>& fields, std::size_t line) { row(fields, line); }) {}
+
+std::size_t CsvLabelTable::column(const std::vector<std::string>& header, std::string_view spec) const {
+  spec = trim_blanks(spec);
+  std::optional<std::size_t> found;
+  if (all_digits(spec)) {
+    std::size_t i = 0;
+    std::from_chars(spec.data(), spec.data() + spec.size(), i);
+    if (i < header.size()) found = i;
+  } else {
+    for (std::size_t i = 0; i < header.size() && !found; ++i)
+      if (header[i] == spec) found = i;
+    for (std::size_t i = 0; i < header.size() && !found; ++i)
+      if (trim_blanks(header[i]) == spec) found = i;
+  }
+  if (found) return *found;
+  std::string names;
+  for (std::size_t i = 0; i < header.size() && i < 20; ++i)
+    names += (i ? ", " : "") + std::to_string(i) + ": " + shown(header[i]);
+  if (header.size() > 20) names += ", and " + std::to_string(header.size() - 20) + " more";
+  fail(ErrorKind::usage, where_,
+       "a column " + shown(spec) + " ({label_columns} names columns by header name or 0-based index)",
+       std::to_string(header.size()) + " column" + (header.size() == 1 ? "" : "s") + ": " + names,
+       "give {label_columns} ID,LABEL with two of them");
+}
+
+void CsvLabelTable::row(const std::vector<std::string>& fields, std::size_t line) {
+  if (!header_done_) {
+    header_done_ = true;
+    std::string_view id = "0", label = "1";
+    if (!columns_.empty()) {
+      const auto comma = columns_.find(',');
+      if (comma == std::string::npos || columns_.find(',', comma + 1) != std::string::npos)
+        fail(ErrorKind::usage, "{label_columns}", "two columns, ID,LABEL (header names or 0-based indices)",
+             shown(columns_), "e.g. image_id,label or 0,1");
+      id = std::string_view(columns_).substr(0, comma);
+      label = std::string_view(columns_).substr(comma + 1);
+    }
+    id_column_ = column(fields, id);
+    label_column_ = column(fields, label);
+    if (id_column_ == label_column_)
+      fail(ErrorKind::usage, "{label_columns}", "two different columns", shown(columns_), "e.g. image_id,label");
+    return;
+  }
+  const std::string at = where_ + ":" + std::to_string(line);
+  if (fields.size() <= std::max(id_column_, label_column_))
+    fail(ErrorKind::invalid, at,
+         "a row of at least " + std::to_string(std::max(id_column_, label_column_) + 1) + " fields",
+         std::to_string(fields.size()), "fix the file");
+  const std::string& label = fields[label_column_];
+  if (label.empty()) return;
+  const std::string id = normalize_relative(fields[id_column_]);
+  if (id.empty())
+    fail(ErrorKind::invalid, at, "an id naming a file inside the data (no \"..\", not absolute)",
+         shown(fields[id_column_]), "fix the file");
+  const auto [l, added_label] = label_index_.emplace(label, static_cast<std::uint32_t>(labels_.size()));
+  if (added_label) labels_.push_back(label);
+  const auto [it, added] = rows_.emplace(id, Row{l->second});
+  if (!added && it->second.label != l->second)
+    fail(ErrorKind::invalid, at, "one label per id",
+         shown(id) + " labelled both " + shown(labels_[it->second.label]) + " and " + shown(label), "fix the file");
+}
+
+void CsvLabelTable::finish() {
+  reader_.finish();
+  if (!header_done_) fail(ErrorKind::invalid, where_, "a header row and rows of id and label", "an empty file", "");
+}
+
+char csv_delimiter(std::string_view file_name, std::string_view first_bytes) {
+  std::string ext;
+  if (const auto dot = file_name.rfind('.'); dot != std::string_view::npos)
+    for (char c : file_name.substr(dot)) ext += static_cast<char>(c | 0x20);
+  if (ext == ".tsv" || ext == ".tab") return '\t';
+  const std::string_view line = first_bytes.substr(0, first_bytes.find('\n'));
+  return line.find('\t') != std::string_view::npos && line.find(',') == std::string_view::npos ? '\t' : ',';
+}
+
+std::map<long long, std::string> parse_class_names(std::string_view text, const std::string& where) {
+  if (text.size() > kMaxClassNamesBytes)
+    fail(ErrorKind::invalid, where, "a class names file of at most " + format_size(kMaxClassNamesBytes),
+         format_size(text.size()), "");
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  std::map<long long, std::string> names;
+  auto add = [&](long long label, std::string name) {
+    if (name.empty() || name.size() > 4096)
+      fail(ErrorKind::invalid, where, "a name of 1 to 4096 bytes for class " + std::to_string(label),
+           name.empty() ? "an empty one" : "a longer one", "");
+    if (!names.emplace(label, std::move(name)).second)
+      fail(ErrorKind::invalid, where, "one name per class", "two for class " + std::to_string(label), "fix the file");
+  };
+  const std::string_view body = trim_blanks(text.substr(0, std::min<std::size_t>(text.size(), 64)));
+  const char first = body.empty() ? '\0' : body.front();
+  if (first == '{' || first == '[') {
+    // Names only: a map or list of strings, never deeper, so nothing deep is built or freed.
+    const std::size_t most = json_nesting(text);
+    const nlohmann::json j =
+        most > 1 ? nlohmann::json() : nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+    const char* shape = "a JSON object of class numbers to names ({\"0\": \"cat\", ...}) or a list of names";
+    if (j.is_discarded() || !(j.is_object() || j.is_array()))
+      fail(ErrorKind::invalid, where, shape, most > 1 ? "JSON nested deeper" : "other text", "fix the file");
+    long long i = 0;
+    for (const auto& [key, value] : j.items()) {
+      long long label = i++;
+      if (j.is_object()) {
+        const auto r = std::from_chars(key.data(), key.data() + key.size(), label);
+        if (r.ec != std::errc() || r.ptr != key.data() + key.size() || label < 0)
+          fail(ErrorKind::invalid, where, "class numbers as keys (\"0\", \"1\", ...)", shown(key), "fix the file");
+      }
+      if (!value.is_string()) fail(ErrorKind::invalid, where, "names as strings", value.type_name(), "fix the file");
+      add(label, value.get<std::string>());
+    }
+  } else {
+    long long i = 0;
+    while (!text.empty()) {
+      const auto nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (text.empty() && line.empty()) break;  // the newline ending the last line
+      add(i++, std::string(line));
+    }
+  }
+  std::map<std::string, long long> seen;
+  for (const auto& [label, name] : names)
+    if (const auto [it, added] = seen.emplace(name, label); !added)
+      fail(ErrorKind::invalid, where, "one name per class",
+           shown(name) + " for classes " + std::to_string(it->second) + " and " + std::to_string(label),
+           "fix the file");
+  if (names.empty()) fail(ErrorKind::invalid, where, "class names", "none", "fix the file");
+  return names;
+}
+
+}  // namespace detail
+
+namespace {
+
+// A file named by an option, found inside the data (`entry`) or on disk (`disk`).
+struct OptionFile {
+  std::string where;                  // for messages
+  std::optional<std::string> member;  // its path inside the data
+  std::optional<std::size_t> entry;
+  std::filesystem::path disk;
+};
+
+// `file` inside the data first (the data is what the user pointed at), then as a path on disk,
+// then beside the data (a CSV next to a zip or a folder).
+OptionFile find_option_file(const Archive& a, const std::filesystem::path& data_path, const std::string& file,
+                            const std::string& setting) {
+  OptionFile f;
+  if (const std::string key = normalize_relative(file); !key.empty()) {
+    std::optional<std::size_t> entry = a.find(key);
+    for (std::size_t i = 0; !entry && i < a.entries().size(); ++i)
+      if (!a.entries()[i].is_dir && normalize_relative(a.entries()[i].name) == key) entry = i;
+    if (entry && !a.entries()[*entry].is_dir) {
+      f.entry = entry;
+      f.member = key;
+      f.where = a.display_name() + ":" + key;
+      return f;
+    }
+  }
+  std::error_code ec;
+  std::vector<std::filesystem::path> tried = {file};
+  std::filesystem::path data = data_path.lexically_normal();
+  if (data.filename().empty()) data = data.parent_path();
+  if (std::filesystem::exists(data, ec) && std::filesystem::path(file).is_relative())
+    tried.push_back(data.parent_path() / file);
+  for (const auto& p : tried)
+    if (std::filesystem::symlink_status(p, ec).type() != std::filesystem::file_type::not_found) {
+      f.disk = p;
+      f.where = p.string();
+      return f;
+    }
+  std::string looked = a.display_name() + ":" + file;
+  for (const auto& p : tried) looked += ", " + p.string();
+  fail(ErrorKind::usage, setting, "a file inside the data or beside it",
+       "'" + file + "' in neither (looked for " + looked + ")",
+       "give the file's path inside the data (as 'frugal ls' shows it) or on disk");
+}
+
+// The file's bytes in pieces (memory: one piece), refused past `max_bytes` before anything is read.
+void read_option_file(const Archive& a, const OptionFile& f, std::uint64_t max_bytes, const char* what,
+                      const std::function<void(std::string_view)>& sink) {
+  auto too_large = [&](std::uint64_t size) {
+    fail(ErrorKind::invalid, f.where, std::string(what) + " of at most " + format_size(max_bytes), format_size(size),
+         "shorten the file");
+  };
+  if (f.entry) {
+    if (a.entries()[*f.entry].size > max_bytes) too_large(a.entries()[*f.entry].size);
+    a.read_to(*f.entry, [&](std::span<const std::uint8_t> piece) {
+      sink(std::string_view(reinterpret_cast<const char*>(piece.data()), piece.size()));
+    });
+    return;
+  }
+  const UniqueFd fd = open_regular(f.disk, Links::follow);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail_errno("reading", f.disk.string(), errno);
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) too_large(static_cast<std::uint64_t>(st.st_size));
+  std::vector<char> buf(std::size_t{1} << 20);
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_errno("reading", f.disk.string(), errno);
+    if (n == 0) break;
+    if ((total += static_cast<std::uint64_t>(n)) > max_bytes) too_large(total);  // it grew while read
+    sink(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+  }
+}
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+std::string base_of(const std::string& path) { return path.substr(folder_of(path).size()); }
+
+std::string without_extension(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos || dot < folder_of(path).size() || dot == folder_of(path).size()
+             ? path
+             : path.substr(0, dot);
+}
+
+}  // namespace
+
+std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesystem::path& data_path,
+                                           const DatasetOptions& o) {
+  if (o.labels.empty()) {
+    if (!o.label_columns.empty() || !o.images_dir.empty())
+      fail(ErrorKind::usage, o.label_columns.empty() ? "{images_dir}" : "{label_columns}", "{labels} FILE beside it",
+           "no {labels}", "give the CSV with {labels}");
+    return nullptr;
+  }
+  if (!o.label_pattern.empty())
+    fail(ErrorKind::usage, "{labels}", "one source of labels", "{labels} and {label_pattern}", "give one of them");
+  auto l = std::make_unique<CsvLabels>();
+  const OptionFile f = find_option_file(a, data_path, o.labels, "{labels}");
+  l->where_ = f.where;
+  l->member_ = f.member;
+  l->file_name_ = base_of(f.member ? *f.member : f.disk.filename().string());
+  if (!o.images_dir.empty()) {
+    const std::string dir = normalize_relative(o.images_dir);
+    if (dir.empty())
+      fail(ErrorKind::usage, "{images_dir}", "a folder inside the data (e.g. train_images/)", "'" + o.images_dir + "'",
+           "give the folder as 'frugal ls' names it");
+    l->bases_.push_back(dir + "/");
+  }
+  // Ids are relative to the CSV's folder (the data's top for a CSV read from disk).
+  l->bases_.push_back(f.member ? folder_of(*f.member) : "");
+  if (l->bases_.size() == 2 && l->bases_[0] == l->bases_[1]) l->bases_.pop_back();
+  bool first = true;
+  read_option_file(a, f, detail::kMaxLabelsCsvBytes, "a labels file", [&](std::string_view piece) {
+    if (first) {
+      l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, detail::csv_delimiter(l->file_name_, piece),
+                                                          o.label_columns);
+      first = false;
+    }
+    l->table_->feed(piece);
+  });
+  if (!l->table_) l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, ',', o.label_columns);
+  l->table_->finish();
+  return l;
+}
+
+std::string CsvLabels::label(const std::string& path) {
+  auto& rows = table_->rows();
+  for (const std::string& base : bases_) {
+    if (path.size() <= base.size() || path.compare(0, base.size(), base) != 0) continue;
+    const std::string rel = path.substr(base.size());
+    auto it = rows.find(rel);
+    if (it == rows.end()) it = rows.find(without_extension(rel));
+    if (it == rows.end()) continue;
+    if (!it->second.used) ++used_;
+    it->second.used = true;
+    return table_->labels()[it->second.label];
+  }
+  return "";
+}
+
+void CsvLabels::finish(SkipReport& skips, const std::string& scanned, const std::vector<std::string>& paths) const {
+  auto under_scanned = [&](const std::string& id) {
+    return std::any_of(bases_.begin(), bases_.end(),
+                       [&](const std::string& b) { return (b + id).compare(0, scanned.size(), scanned) == 0; });
+  };
+  std::uint64_t missing = 0;
+  std::string example;
+  for (const auto& [id, row] : table_->rows())
+    if (!row.used && under_scanned(id) && missing++ == 0) example = id;
+  // The example is the smallest id, so the line is the same on every run.
+  if (missing > 1)
+    for (const auto& [id, row] : table_->rows())
+      if (!row.used && under_scanned(id) && id < example) example = id;
+  if (missing > 0) {
+    const std::string reason = "no image (an id of " + file_name_ + ")";
+    skips.counts[reason] += missing;
+    skips.examples[reason] = example;
+    note(where_ + ": " + std::to_string(missing) + " of its " + std::to_string(table_->rows().size()) +
+         " ids name no image of the data (e.g. \"" + example + "\", looked for as " + bases_.front() + example +
+         (without_extension(example) == example ? ".*" : "") + "); they are left out");
+  }
+  if (used_ > 0 || table_->rows().empty() || paths.empty()) return;
+  // Nothing matched: where does the first id's image lie? Its folder is what {images_dir} is for.
+  std::string id = example;
+  if (id.empty())  // the smallest, so the line is the same on every run
+    for (const auto& [i, row] : table_->rows())
+      if (id.empty() || i < id) id = i;
+  for (const std::string& p : paths) {
+    const std::string b = base_of(p);
+    if (b != base_of(id) && without_extension(b) != base_of(id)) continue;
+    // p is DIR + id (+ its extension when the id has none)
+    const std::size_t rel_size = id.size() + (b.size() - base_of(id).size());
+    if (p.size() <= rel_size) continue;
+    const std::string dir = p.substr(0, p.size() - rel_size);
+    if (dir.back() != '/') continue;
+    note(where_ + ": no id names a file relative to " +
+         (bases_.front().empty() ? std::string("the top of the data") : bases_.front()) + ", but \"" + id + "\" is " +
+         p + ": give {images_dir} " + dir);
+    return;
+  }
+}
+
+std::optional<ClassNames> read_class_names(const Archive& a, const std::filesystem::path& data_path,
+                                           const DatasetOptions& o) {
+  if (o.class_names.empty()) return std::nullopt;
+  const OptionFile f = find_option_file(a, data_path, o.class_names, "{class_names}");
+  std::string text;
+  read_option_file(a, f, detail::kMaxClassNamesBytes, "a class names file",
+                   [&](std::string_view piece) { text.append(piece); });
+  return ClassNames{f.where, f.member, detail::parse_class_names(text, f.where)};
+}
+
+void name_classes(std::vector<std::string>& classes, const ClassNames& class_names) {
+  const auto& [where, member, names] = class_names;
+  std::vector<std::string> named;
+  std::set<std::string> seen;
+  for (const std::string& c : classes) {
+    long long label = -1;
+    const auto r = std::from_chars(c.data(), c.data() + c.size(), label);
+    if (r.ec != std::errc() || r.ptr != c.data() + c.size())
+      fail(ErrorKind::usage, "{class_names}", "integer classes to name (0, 1, ...)",
+           "class \"" + printable(c) + "\": the labels are names already", "leave out {class_names}");
+    const auto it = names.find(label);
+    if (it == names.end())
+      fail(ErrorKind::invalid, where, "a name for every class of the data", "none for class " + c,
+           "add it to the file");
+    if (!seen.insert(it->second).second)  // "3" and "03"
+      fail(ErrorKind::invalid, where, "one class per name",
+           "\"" + printable(it->second) + "\" for two classes of the data, one of them " + c,
+           "write each label one way in the labels");
+    named.push_back(it->second);
+  }
+  classes = std::move(named);
+}
+
+}  // namespace frugal

@@ -1,0 +1,27 @@
+// Which archive entries are not samples, and why: the one rule that training (layout.cpp) and
+// predict (predict_inputs.cpp) count skipped files by, so both say "3 junk, 1 not an image" alike.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "frugal/archive/archive.h"
+#include "frugal/image/image.h"
+
+namespace frugal::detail {
+
+// The reason a file named by `parts` (its path split at '/') is junk and never a sample
+// ("junk (__MACOSX)", "hidden", "left by an interrupted write ..."), or "" when it may be one.
+std::string junk_reason(const std::vector<std::string>& parts);
+
+// The format of entry i: by magic bytes when it is stored (a mapped view costs nothing), else by
+// the extension of `base` (its file name), checked again when decoding.
+ImageFormat entry_format(const Archive& a, std::size_t i, const std::string& base);
+
+// Why a file cannot be a sample by its size and format ("empty file", "not an image",
+// "unsupported format (HEIC)"), or "" when it may be one. A format frugal recognises but does not
+// read is named, so a phone's photos are not lumped with stray text files.
+std::string format_skip_reason(const ZipEntry& e, ImageFormat f);
+
+}  // namespace frugal::detail

@@ -1,0 +1,478 @@
+// The one table of train options (train.h, TrainOption): parsing and validating each value where
+// it enters, what config.json records, and which options a resume may not change.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "frugal/dataset/sampler.h"
+#include "frugal/util/error.h"
+#include "frugal/run/train_config.h"
+#include "frugal/util/units.h"
+
+namespace frugal {
+namespace {
+
+using Row = TrainOption;
+using Kind = TrainOption::Kind;
+
+// Whole-text numbers only: "12abc", "1.5" for a count, " 3" and "" are refused, never truncated.
+template <class T>
+std::optional<T> number(const std::string& text) {
+  T v{};
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// An integer field in [lo, hi]; returns the allowed range when refused.
+template <class T>
+std::string integer(T& field, const std::string& text, T lo, T hi) {
+  auto v = number<std::int64_t>(text);
+  if (!v || *v < static_cast<std::int64_t>(lo) || *v > static_cast<std::int64_t>(hi))
+    return "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+  field = static_cast<T>(*v);
+  return "";
+}
+
+// A number in [lo, hi] (or [lo, hi) when `below_hi`); `range` says it in words.
+std::string real(double& field, const std::string& text, double lo, double hi, bool below_hi, const char* range) {
+  auto v = number<double>(text);
+  if (!v || *v < lo || *v > hi || (below_hi && *v == hi)) return range;
+  field = *v;
+  return "";
+}
+
+std::string choice(std::initializer_list<const char*> names) {
+  std::string list;
+  for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  return "one of " + list;
+}
+
+std::string size(SizeOption& field, const std::string& text) {
+  try {
+    field.bytes = parse_size(text);
+  } catch (const Error&) {
+    return "a size such as 512M, 20G or 1.5T (K/M/G/T: powers of 1024; KB/MB/GB/TB: of 1000)";
+  }
+  if (field.bytes == 0) return "a size above 0, such as 512M or 20G";
+  field.text = text;
+  return "";
+}
+
+std::string flag(bool& field, const std::string& text) {
+  if (text != "true" && text != "false") return "true or false";
+  field = text == "true";
+  return "";
+}
+
+std::string text_value(std::string& field, const std::string& text) {
+  if (text.empty()) return "a non-empty value";
+  field = text;
+  return "";
+}
+
+constexpr int kMaxCount = 1 << 20;  // epochs, batch sizes, ...: beyond it an int product could wrap
+
+// Rows in `frugal train --help` order. The lambdas are captureless, so they convert to the
+// function pointers TrainOption holds. A table, one row per option in --help's order: split into
+// functions, that order would be spread over them.
+// NOLINTNEXTLINE(readability-function-size)
+std::vector<Row> make_rows() {
+  std::vector<Row> r;
+  auto add = [&](Row row) { r.push_back(row); };
+  add({"data", nullptr, "training data (class folders, labels.csv, --labels, --label-pattern, .npy; docs/data.md)",
+       Kind::value, false, true, [](TrainConfig& c, const std::string& t) { return text_value(c.data, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.data; }});
+  add({"run", nullptr, "run folder: config, checkpoints, metrics; resumes when it holds a checkpoint", Kind::value,
+       false, true, [](TrainConfig& c, const std::string& t) { return text_value(c.run, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.run; }});
+  add({"config_file", "config", "TOML file with the same keys as the long options", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return text_value(c.config_file, t); }, nullptr});
+  add({"val", nullptr, "validation archive", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return text_value(c.val, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.val; }});
+  add({"val_split", nullptr, "fraction of --data held out for validation (stable); default 0.05", Kind::value, true,
+       false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.val_split, t, 0, 1, true, "a fraction from 0 up to (not including) 1; 0: the default 0.05");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.val_split; }});
+  add({"label_pattern", nullptr,
+       "RE2 regex with one capture group, the class: searched for in the file name, else in the path inside the "
+       "data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg, '^([^/]+)/' for the top folder)",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.label_pattern, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.label_pattern; }});
+  add({"labels", nullptr,
+       "a CSV or TSV of image ids and labels, inside the data or beside it (e.g. train.csv); string labels are "
+       "class names",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.labels, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.labels; }});
+  add({"label_columns", nullptr,
+       "ID,LABEL: the --labels columns, header names or 0-based indices (e.g. image_id,label); default the first two",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.label_columns, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.label_columns; }});
+  add({"images_dir", nullptr,
+       "the folder inside the data that --labels ids are relative to (e.g. train_images/); default the CSV's; ids "
+       "match with or without their extension",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.images_dir, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.images_dir; }});
+  add({"class_names", nullptr,
+       "names of integer classes, inside the data or beside it: a JSON map {\"0\": \"name\", ...}, a JSON list, or "
+       "one name a line",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.class_names, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.class_names; }});
+  add({"name_encoding", nullptr, "encoding of non-UTF-8 entry names", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return text_value(c.name_encoding, t); }, nullptr});
+  add({"data_root", nullptr, "read only this folder inside --data, e.g. train/ (DATA:train/ says the same)",
+       Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return text_value(c.data_root, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.data_root; }});
+  add({"cache_decompressed", nullptr,
+       "a compressed tar is decompressed once into the cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal), "
+       "within --disk-budget, and read from there",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.cache_decompressed, t); },
+       nullptr});
+  add({"max_pixels", nullptr, "larger images count as bad", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) {
+         return integer<std::int64_t>(c.max_pixels, t, 1, std::int64_t{1} << 40);
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.max_pixels; }});
+  add({"max_bad_fraction", nullptr, "fail when more images than this cannot be decoded", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.max_bad_fraction, t, 0, 1, false, "a fraction from 0 to 1");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.max_bad_fraction; }});
+  add({"channels", nullptr, "1 or 3 (default: as the data)", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "1" && t != "3") return "1 or 3";
+         c.channels = t == "1" ? 1 : 3;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.channels; }});
+  add({"exif_orientation", nullptr, "apply (default: photos turned upright as their EXIF says) or ignore", Kind::value,
+       true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "apply" && t != "ignore") return choice({"apply", "ignore"});
+         c.exif_orientation = t == "apply" ? ExifOrientation::apply : ExifOrientation::ignore;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json {
+         return c.exif_orientation == ExifOrientation::apply ? "apply" : "ignore";
+       }});
+  add({"model", nullptr,
+       "cnn, resnet18, resnet50, efficientnet_b0, or FILE.pt: your own model as a TorchScript module (default: the zoo "
+       "model --init's weights are for, else cnn)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const auto& names = zoo_model_names();
+         if (std::find(names.begin(), names.end(), t) == names.end() && !names_module_file(t)) {
+           std::string list;
+           for (auto& n : names) list += (list.empty() ? "" : ", ") + n;
+           return "one of " + list + ", or a TorchScript module's file (FILE.pt)";
+         }
+         c.model = t;
+         return "";
+       },
+       // Written once the session has chosen (by --init, else cnn); a config not yet resolved
+       // records the default it will get without --init, as version 1 did.
+       [](const TrainConfig& c) -> nlohmann::json { return c.model.empty() ? std::string("cnn") : c.model; }});
+  add({"epochs", nullptr, "passes over the training data, or auto: as many as fit --time-budget", Kind::value, true,
+       false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t == "auto") {
+           c.epochs_mode = EpochsMode::automatic;
+           return "";
+         }
+         std::string allowed = integer(c.epochs, t, 1, kMaxCount);
+         if (!allowed.empty()) return allowed + ", or auto";
+         c.epochs_mode = EpochsMode::fixed;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json {
+         return c.epochs_auto() ? nlohmann::json("auto") : nlohmann::json(c.epochs);
+       }});
+  add({"batch_size", nullptr, "micro-batch size", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.batch_size, t, 1, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.batch_size; }});
+  add({"accum", nullptr, "micro-batches per optimizer step (effective batch = B x K)", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.accum, t, 1, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.accum; }});
+  add({"lr", nullptr, "peak learning rate (cosine schedule with warmup)", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         auto v = number<double>(t);
+         if (!v || *v <= 0 || *v > 1e3) return "a number above 0, at most 1000 (e.g. 1e-3)";
+         c.lr = *v;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.lr; }});
+  add({"optimizer", nullptr, "adamw or sgd (momentum 0.9, Nesterov)", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t == "adamw")
+           c.optimizer = OptimizerKind::adamw;
+         else if (t == "sgd")
+           c.optimizer = OptimizerKind::sgd;
+         else
+           return choice({"adamw", "sgd"});
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.optimizer == OptimizerKind::sgd ? "sgd" : "adamw"; }});
+  add({"weight_decay", nullptr, "not applied to norms and biases", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.weight_decay, t, 0, 1e3, false, "a number from 0 to 1000");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.weight_decay; }});
+  add({"label_smoothing", nullptr, "label smoothing of the cross-entropy", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.label_smoothing, t, 0, 1, true, "a fraction from 0 up to (not including) 1");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.label_smoothing; }});
+  add({"clip_grad_norm", nullptr, "clip the gradient norm (0: off)", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.clip_grad_norm, t, 0, std::numeric_limits<double>::max(), false, "a number from 0 (off) up");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.clip_grad_norm; }});
+  add({"warmup_fraction", "warmup", "fraction of the steps spent warming up", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.warmup_fraction, t, 0, 1, false, "a fraction from 0 to 1");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.warmup_fraction; }});
+  add({"image_size", nullptr, "input side (default 28 for cnn, else 224)", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.image_size, t, 1, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.image_size; }});
+  add({"workers", nullptr, "decode threads", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.workers, t, 1, kMaxWorkers); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.workers; }});
+  add({"seed", nullptr, "seed for initialization, order and augmentation", Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         auto v = number<std::uint64_t>(t);
+         if (!v) return "a whole number from 0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());
+         c.seed = *v;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.seed; }});
+  add({"amp", nullptr, "auto, fp16, bf16 or off", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t == "auto")
+           c.amp.reset();
+         else if (t == "fp16" || t == "bf16" || t == "off")
+           c.amp = parse_amp(t);
+         else
+           return choice({"auto", "fp16", "bf16", "off"});
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.amp ? to_string(*c.amp) : "auto"; }});
+  add({"grad_checkpoint", nullptr, "recompute activations in backward to save memory", Kind::flag, false, false,
+       [](TrainConfig& c, const std::string& t) { return flag(c.grad_checkpoint, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.grad_checkpoint; }});
+  add({"device", nullptr, "auto, cpu, cuda or cuda:N", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         DeviceChoice d;
+         if (t == "auto")
+           d.kind = DeviceKind::automatic;
+         else if (t == "cpu")
+           d.kind = DeviceKind::cpu;
+         else if (t == "cuda")
+           d.kind = DeviceKind::cuda;
+         else if (auto n = t.rfind("cuda:", 0) == 0 ? number<int>(t.substr(5)) : std::nullopt;
+                  n && *n >= 0 && *n < 1024)
+           d = {DeviceKind::cuda, *n};
+         else
+           return "auto, cpu, cuda or cuda:N (N: a device number)";
+         c.device = d;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.device.text(); }});
+  add({"init", nullptr, "start from these weights (safetensors, torchvision names)", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return text_value(c.init, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.init; }});
+  add({"freeze", nullptr, "parameter name prefixes to freeze", Kind::values, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t.empty()) return "a parameter name prefix";
+         c.freeze.push_back(t);
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.freeze; }});
+  add({"disk_budget", nullptr, "never let the workspace grow past this size", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return size(c.disk_budget, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.disk_budget.text; }});
+  add({"workspace", nullptr, "workspace for the disk budget (default: the run folder's parent)", Kind::value, false,
+       false, [](TrainConfig& c, const std::string& t) { return text_value(c.workspace, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.workspace; }});
+  add({"gpu_memory", nullptr, "behave as if the GPU had only this much memory", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return size(c.gpu_memory, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.gpu_memory.text; }});
+  add({"deadline", nullptr, "stop saved and resumable (exit 75) before this (DURATION or HH:MM)", Kind::value, false,
+       false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         try {
+           c.deadline = DeadlineSpec::parse(t);
+         } catch (const Error&) {
+           return "a duration (90s, 30m, 7h30m) or a time of day HH:MM";
+         }
+         if (c.deadline->after && c.deadline->after->count() <= 0) return "a duration above 0 (90s, 30m, 7h30m)";
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.deadline ? c.deadline->text : ""; }});
+  // Not a learning option: a resumed run may get more or less time, and re-plans from where it is.
+  add({"time_budget", nullptr,
+       "total training time of the run, all sessions together (DURATION); implies --epochs auto", Kind::value, false,
+       false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration above 0 (90s, 30m, 20h)";
+         try {
+           c.time_budget.seconds = parse_duration(t);
+         } catch (const Error&) {
+           return allowed;
+         }
+         if (c.time_budget.seconds.count() <= 0) return allowed;
+         c.time_budget.text = t;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.time_budget.text; }});
+  add({"save_every", nullptr, "checkpoint cadence: a DURATION or Nsteps (default: each epoch)", Kind::value, false,
+       false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration above 0 (10m, 1h) or a number of steps above 0 (50steps)";
+         SaveEvery s;
+         s.text = t;
+         if (t.size() > 5 && t.ends_with("steps")) {
+           auto n = number<std::int64_t>(t.substr(0, t.size() - 5));
+           if (!n || *n <= 0) return allowed;
+           s.steps = *n;
+         } else {
+           try {
+             s.every = parse_duration(t);
+           } catch (const Error&) {
+             return allowed;
+           }
+           if (s.every.count() <= 0) return allowed;
+         }
+         c.save_every = s;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.save_every.text; }});
+  add({"keep_best", nullptr, "checkpoints kept for their validation accuracy", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.keep_best, t, 0, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.keep_best; }});
+  add({"keep_last", nullptr, "newest checkpoints kept", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.keep_last, t, 0, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.keep_last; }});
+  add({"delta", nullptr, "between full checkpoints, store only what changed (XOR + zstd)", Kind::flag, false, false,
+       [](TrainConfig& c, const std::string& t) { return flag(c.delta, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.delta; }});
+  add({"fresh", nullptr, "start over even if the run folder holds a checkpoint", Kind::flag, false, false,
+       [](TrainConfig& c, const std::string& t) { return flag(c.fresh, t); }, nullptr});
+  add({"deterministic", nullptr, "bitwise-reproducible on the CPU", Kind::flag, true, false,
+       [](TrainConfig& c, const std::string& t) { return flag(c.deterministic, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.deterministic; }});
+  // Data-parallel runs (several processes started by torchrun; README "Several GPUs or machines").
+  add({"sync_bn", nullptr, "batch norm statistics over all processes of a torchrun run, not each one's", Kind::flag,
+       false, false, [](TrainConfig& c, const std::string& t) { return flag(c.sync_bn, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.sync_bn; }});
+  add({"dist_timeout", nullptr, "a torchrun run stops when another process does not answer for this long (default 2m)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration of at least 1s (30s, 2m)";
+         try {
+           c.dist_timeout = parse_duration(t);
+         } catch (const Error&) {
+           return allowed;
+         }
+         return c.dist_timeout.count() >= 1 ? "" : allowed;
+       },
+       nullptr});
+  add({"nproc", nullptr, "train with N processes on this machine (runs torchrun --nproc-per-node N)", Kind::value,
+       false, false, [](TrainConfig& c, const std::string& t) { return integer(c.nproc, t, 1, 1024); }, nullptr});
+  add({"json", nullptr,
+       "print the outcome as one JSON document on stdout: exit code, run, final and best validation, epochs, steps, "
+       "best checkpoint, skipped files by reason",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.json, t); }, nullptr});
+  add({"decode", nullptr, "where JPEGs are decoded: cpu, gpu (nvJPEG) or auto", Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t == "cpu")
+           c.decode = DecodeChoice::cpu;
+         else if (t == "gpu")
+           c.decode = DecodeChoice::gpu;
+         else if (t == "auto")
+           c.decode = DecodeChoice::automatic;
+         else
+           return choice({"cpu", "gpu", "auto"});
+         return "";
+       },
+       // Recorded resolved; a config never built by a run (auto left) reads as the CPU's.
+       [](const TrainConfig& c) -> nlohmann::json { return c.decode == DecodeChoice::gpu ? "gpu" : "cpu"; }});
+  return r;
+}
+
+}  // namespace
+
+std::string DeviceChoice::text() const {
+  switch (kind) {
+    case DeviceKind::automatic:
+      return "auto";
+    case DeviceKind::cpu:
+      return "cpu";
+    case DeviceKind::cuda:
+      return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
+  }
+  return "auto";
+}
+
+const std::vector<TrainOption>& train_options() {
+  static const std::vector<TrainOption> rows = make_rows();
+  return rows;
+}
+
+const std::vector<std::string>& learning_keys() {
+  // "model" first, then the data's identity, then the table's order: how a refused resume lists them.
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k{"model", "classes", "train_images"};
+    for (const auto& row : train_options())
+      if (row.learning && std::string(row.key) != "model") k.push_back(row.key);
+    return k;
+  }();
+  return keys;
+}
+
+// Named as the command line names them: this file holds the table of both spellings, and "epochs"
+// and "time_budget" are no keys settings_text spells yet.
+void validate(TrainConfig& c) {
+  // A time budget plans the epochs: left unset, the epochs are auto; a fixed number contradicts it.
+  if (c.epochs_mode == EpochsMode::unset) c.epochs_mode = c.time_budget ? EpochsMode::automatic : EpochsMode::fixed;
+  if (c.time_budget && !c.epochs_auto())
+    fail(ErrorKind::usage, "--time-budget with --epochs " + std::to_string(c.epochs),
+         "--epochs auto (or no --epochs): the budget decides how many epochs", "a fixed number of epochs",
+         "leave --epochs out to train for the budget, or leave --time-budget out (--deadline cuts a session)");
+  if (c.epochs_auto() && !c.time_budget)
+    fail(ErrorKind::usage, "--epochs auto", "--time-budget DURATION to plan the epochs for", "no --time-budget",
+         "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
+  if (!c.epochs_auto() && (c.epochs < 1 || c.epochs > kMaxCount))
+    fail(ErrorKind::usage, "--epochs " + std::to_string(c.epochs),
+         "a whole number from 1 to " + std::to_string(kMaxCount) + ", or auto", std::to_string(c.epochs),
+         "give a number of epochs, or auto with --time-budget");
+}
+
+nlohmann::json TrainConfig::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& row : train_options())
+    if (row.get) j[row.key] = row.get(*this);
+  return j;
+}
+
+bool names_module_file(const std::string& model) {
+  if (model.find('/') != std::string::npos) return true;
+  for (const char* ext : {".pt", ".pth", ".ts", ".jit", ".torchscript"})
+    if (model.size() > std::string_view(ext).size() && model.ends_with(ext)) return true;
+  return false;
+}
+
+const std::vector<std::string>& zoo_model_names() {
+  // models/zoo.cpp builds these; tests/models holds the two lists equal.
+  static const std::vector<std::string> names{"cnn", "resnet18", "resnet50", "efficientnet_b0"};
+  return names;
+}
+
+}  // namespace frugal

@@ -1,0 +1,100 @@
+// A pickle machine that only builds data: the opcodes of protocols 2 to 5 that make values (numbers,
+// strings, tuples, lists, dicts, sets), memo and marks, and the handful of globals a torch.save state
+// dict names. A global outside that list is refused when the GLOBAL opcode names it, so nothing is
+// ever looked up, let alone called; REDUCE, BUILD and NEWOBJ act only on the known globals, each by a
+// rule written here (a tensor is described, never built). INST, OBJ, PERSID, EXT and out-of-band
+// buffers are refused.
+//
+// Values live in one arena and refer to each other by index: a pickle may share and even cycle its
+// values (memo), which costs nothing here and cannot recurse or leak. Each opcode adds at most one
+// value, so memory is bounded by the pickle's length and Limits::max_values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace frugal::pickle {
+
+// A tensor's element type as torch names it, with safetensors' spelling.
+enum class Dtype : std::uint8_t { f64, f32, f16, bf16, i64, i32, i16, i8, u8, boolean };
+const char* dtype_name(Dtype d);  // "F32", ...
+std::size_t dtype_size(Dtype d);
+
+enum class Kind : std::uint8_t {
+  none,
+  boolean,
+  integer,
+  big_integer,
+  floating,
+  string,
+  bytes,
+  tuple,
+  list,
+  dict,
+  set,      // containers: items in Graph::items[ref] (a dict: key, value, key, value, ...)
+  global,   // one of Global, in `sub`; a storage class or dtype carries its Dtype in `i`
+  storage,  // Graph::storages[ref], from a persistent id
+  tensor,   // Graph::tensors[ref], from a _rebuild_tensor_* call
+};
+
+enum class Global : std::uint8_t {
+  ordered_dict,
+  rebuild_tensor_v2,
+  rebuild_tensor_v3,
+  rebuild_parameter,
+  rebuild_parameter_with_state,
+  storage_class,  // torch.FloatStorage, ..., torch.UntypedStorage (bytes: Dtype::u8)
+  dtype,          // torch.float32, ... (what _rebuild_tensor_v3 is given)
+};
+
+struct Value {
+  Kind kind = Kind::none;
+  std::uint8_t sub = 0;   // Global for Kind::global
+  std::uint32_t ref = 0;  // index into Graph::strings, items, storages or tensors
+  std::int64_t i = 0;     // integer and boolean; floating: the double's bits; global: its Dtype
+};
+
+// A storage as a persistent id names it: ("storage", storage class, key, location, numel).
+struct Storage {
+  std::string key, location;
+  Dtype dtype = Dtype::u8;
+  std::uint64_t numel = 0;  // elements of dtype (bytes for UntypedStorage)
+};
+
+struct Tensor {
+  std::uint32_t storage = 0;  // index into Graph::storages
+  Dtype dtype = Dtype::f32;
+  std::uint64_t offset = 0;  // elements
+  std::vector<std::int64_t> shape, strides;
+};
+
+struct Graph {
+  std::vector<Value> values;
+  std::vector<std::string> strings;
+  std::vector<std::vector<std::uint32_t>> items;
+  std::vector<Storage> storages;
+  std::vector<Tensor> tensors;
+  std::uint32_t root = 0;  // the value STOP returned
+
+  const Value& at(std::uint32_t v) const { return values[v]; }
+  const std::string& str(std::uint32_t v) const { return strings[values[v].ref]; }
+  const std::vector<std::uint32_t>& children(std::uint32_t v) const { return items[values[v].ref]; }
+};
+
+struct Limits {
+  std::uint64_t max_values = 1u << 22;  // 64 MiB of arena; a state dict takes ~25 per tensor
+  std::size_t max_dims = 32;
+};
+
+// Runs `bytes` (a whole pickle, ending in STOP). Throws Error(invalid) naming `where` and the byte
+// offset for bad or crafted bytes and for every global outside the list (its name, and that nothing
+// was run); Error(unsupported) for globals frugal knows but does not read (complex, quantized or
+// float8 storages, tensor metadata such as a conjugate bit).
+Graph unpickle(std::span<const std::uint8_t> bytes, const std::string& where, const Limits& limits = {});
+
+// A short description of a value for messages ("a dict of 3 items", "the int 3", "'conv1.weight'").
+std::string describe(const Graph& g, std::uint32_t v);
+
+}  // namespace frugal::pickle
