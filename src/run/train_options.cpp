@@ -7,6 +7,7 @@
 
 #include "frugal/dataset/sampler.h"
 #include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
 #include "frugal/run/train_config.h"
 #include "frugal/util/units.h"
 
@@ -455,10 +456,25 @@ void validate(TrainConfig& c) {
          "give a number of epochs, or auto with --time-budget");
 }
 
+namespace {
+
+// Paths are bytes on disk and JSON strings are UTF-8: a Latin-1 `--data d\xe9.zip` is recorded
+// escaped, so that config.json, a checkpoint's metadata and the resume check can hold it.
+void escape_strings(nlohmann::json& v) {
+  if (v.is_string()) {
+    v = utf8_escaped(v.get_ref<const std::string&>());
+  } else if (v.is_array() || v.is_object()) {
+    for (auto& item : v) escape_strings(item);
+  }
+}
+
+}  // namespace
+
 nlohmann::json TrainConfig::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& row : train_options())
     if (row.get) j[row.key] = row.get(*this);
+  escape_strings(j);
   return j;
 }
 

@@ -76,6 +76,25 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+std::string utf8_escaped(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[8];
+  for (std::size_t i = 0; i < s.size();) {
+    char32_t cp = 0;
+    const std::size_t n = utf8_at(s, i, cp);
+    if (n == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
+      out += buf;
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 bool is_printable(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     char32_t cp = 0;

@@ -100,6 +100,24 @@ frugal du . >du.out 2>du.err
 control_free "du: no control character" du.out du.err
 check "du: the table is on stdout" 'grep -q "^total" du.out'
 
+# Item 14: paths on disk that are not UTF-8 (a Latin-1 data zip and run folder). train once ended
+# in "internal error [json.exception.type_error.316]" writing config.json; the paths are recorded
+# escaped, and a rerun compares them with the recorded ones.
+lat_zip=$(printf 'd\xe9.zip') lat_run=$(printf 'r\xe9')
+cp hostile.zip "$lat_zip"
+frugal train --data "$lat_zip" --run "$lat_run" --model cnn --epochs 1 --batch-size 8 --workers 1 --val-split 0.25 \
+  >lat.out 2>lat.err
+check "train on a Latin-1 data path into a Latin-1 run folder: exit 0" '[ $? -eq 0 ]' || cat lat.err
+check "its config.json records the data path escaped" 'grep -qF "d\\\\xe9.zip" "$lat_run/config.json"'
+control_free "train on Latin-1 paths: no control character in its log" lat.out lat.err
+frugal train --data "$lat_zip" --run "$lat_run" --model cnn --epochs 1 --batch-size 8 --workers 1 --val-split 0.25 \
+  >lat1.out 2>lat1.err
+check "the same command again: exit 0 (its data path equals the recorded one)" '[ $? -eq 0 ]' || cat lat1.err
+frugal train --data "$lat_zip" --run "$lat_run" --model cnn --epochs 2 --batch-size 8 --workers 1 --val-split 0.25 \
+  >lat2.out 2>lat2.err
+check "--epochs 2 into it: exit 2 naming the epochs alone, not an internal error" \
+  '[ $? -eq 2 ] && grep -q "found epochs: 1 -> 2;" lat2.err && ! grep -q "internal error" lat2.err'
+
 # A notebook's `!frugal ...` runs under a pseudo-terminal: plain lines, no redraws.
 if "$py" -c 'import pty' 2>/dev/null; then
   JPY_PARENT_PID=$$ "$py" - "$bin/frugal" <<'PY' >pty.out 2>&1

@@ -24,6 +24,11 @@ std::string printable(std::string_view s);
 // Whether `s` would print unchanged through printable().
 bool is_printable(std::string_view s);
 
+// `s` as valid UTF-8 for a JSON record: unchanged when it is, otherwise each byte that is not part
+// of a valid sequence written as \xHH (a Latin-1 path "d\xe9.zip"). Unlike json_text()'s U+FFFD,
+// two paths that differ stay different, so a record of them can still be compared.
+std::string utf8_escaped(std::string_view s);
+
 // How progress is shown on stderr: a bar redrawn in place ("\r...\x1b[K") on a real terminal;
 // plain lines everywhere else: a pipe or file, TERM=dumb, and a notebook's `!command` (Jupyter,
 // Colab and Kaggle run it under a pseudo-terminal that keeps every "\r" redraw as a new line of
