@@ -1,7 +1,12 @@
 #include "archive/parquet_index_cache.h"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+
+#include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
 
 namespace frugal {
@@ -21,21 +26,50 @@ constexpr std::uint32_t kNoField = 0xffffffff;
 // image is larger, and sums of sizes cannot wrap.
 constexpr std::uint64_t kMaxRowBytes = std::uint64_t{1} << 30;
 
-std::uint64_t hash_range(const ByteSource& src, std::uint64_t offset, std::uint64_t n) {
-  std::string bytes(static_cast<std::size_t>(n), '\0');
-  src.read_at(offset, bytes.data(), bytes.size());
-  return xxh3_64(bytes.data(), bytes.size());
-}
+// Reads the bytes that are hashed. For a source that is one whole file: pread on a descriptor of
+// its own, told POSIX_FADV_RANDOM. A page fault in the source's mapping reads the disk's whole
+// read-ahead window around it (8 MiB on the development machine's disk: 64 sampled blocks read
+// every byte of a 200 MB file when it is cold), a pread of 4 KiB only the block. Else through the source.
+class HashReader {
+ public:
+  HashReader(const ByteSource& src, const SourceIdentity& id, std::uint64_t base) : src_(src) {
+    if (base != 0 || id.files.size() != 1 || id.files[0].size != src.size()) return;
+    fd_ = UniqueFd(::open(id.files[0].path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (fd_) ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_RANDOM);
+  }
 
-// 64 blocks of 4 KiB, the first at 0 and the last at the end, evenly between; all of a small source.
-std::uint64_t hash_samples(const ByteSource& src) {
-  const std::uint64_t size = src.size();
-  if (size <= kSampleBlocks * kSampleBlock) return hash_range(src, 0, size);
-  std::string bytes(static_cast<std::size_t>(kSampleBlocks * kSampleBlock), '\0');
-  for (std::uint64_t k = 0; k < kSampleBlocks; ++k)
-    src.read_at(k * ((size - kSampleBlock) / (kSampleBlocks - 1)), bytes.data() + k * kSampleBlock, kSampleBlock);
-  return xxh3_64(bytes.data(), bytes.size());
-}
+  void read(std::uint64_t offset, char* out, std::uint64_t n) const {
+    std::uint64_t done = 0;
+    while (fd_ && done < n) {
+      const ssize_t k = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
+      if (k > 0)
+        done += static_cast<std::uint64_t>(k);
+      else if (k == 0 || errno != EINTR)
+        break;
+    }
+    if (done != n) src_.read_at(offset, out, n);  // the source says what went wrong, if anything did
+  }
+
+  std::uint64_t hash(std::uint64_t offset, std::uint64_t n) const {
+    std::string bytes(static_cast<std::size_t>(n), '\0');
+    read(offset, bytes.data(), n);
+    return xxh3_64(bytes.data(), bytes.size());
+  }
+
+  // 64 blocks of 4 KiB, the first at 0 and the last at the end, evenly between; all of a small source.
+  std::uint64_t hash_samples() const {
+    const std::uint64_t size = src_.size();
+    if (size <= kSampleBlocks * kSampleBlock) return hash(0, size);
+    std::string bytes(static_cast<std::size_t>(kSampleBlocks * kSampleBlock), '\0');
+    for (std::uint64_t k = 0; k < kSampleBlocks; ++k)
+      read(k * ((size - kSampleBlock) / (kSampleBlocks - 1)), bytes.data() + k * kSampleBlock, kSampleBlock);
+    return xxh3_64(bytes.data(), bytes.size());
+  }
+
+ private:
+  const ByteSource& src_;
+  UniqueFd fd_;
+};
 
 std::uint32_t field_code(int field) { return field < 0 ? kNoField : static_cast<std::uint32_t>(field); }
 
@@ -87,9 +121,10 @@ std::optional<ParquetCacheIdentity> parquet_cache_identity(const ByteSource& src
   if (!source) return std::nullopt;
   ParquetCacheIdentity id;
   id.source = std::move(*source);
+  const HashReader reader(src, id.source, base);
   const std::uint64_t footer = std::min(src.size(), kFooterBytes);
-  id.footer_xxh3 = hash_range(src, src.size() - footer, footer);
-  id.sample_xxh3 = hash_samples(src);
+  id.footer_xxh3 = reader.hash(src.size() - footer, footer);
+  id.sample_xxh3 = reader.hash_samples();
   return id;
 }
 
