@@ -16,6 +16,8 @@ namespace {
 
 constexpr CacheMagic kMagic = {'F', 'R', 'U', 'G', 'A', 'L', '-', 'P', 'Q', '-', 'I', 'D', 'X', '\n', '\0', '\0'};
 constexpr std::uint32_t kVersion = 1;
+static_assert(static_cast<int>(ImageFormat::jpeg2000) == 11,
+              "rows store ImageFormat's values (docs/formats.md): another order or format is a new kVersion");
 constexpr std::uint64_t kFooterBytes = 64 << 10;
 constexpr std::uint64_t kSampleBlocks = 64, kSampleBlock = 4 << 10;
 constexpr std::uint64_t kRowBytes = 1 + 1 + 8, kLabelBytes = 1 + 8;
@@ -112,8 +114,10 @@ bool read_labels(LeReader& in, std::uint64_t n, ParquetRowIndex& out) {
 
 std::uint64_t ParquetShape::rows() const {
   std::uint64_t n = 0;
-  for (std::int64_t g : group_rows) n += g < 0 ? kMaxCachedRows : static_cast<std::uint64_t>(g);
-  return std::min(n, kMaxCachedRows);
+  for (std::int64_t g : group_rows)  // saturating: a hostile footer's counts cannot wrap the sum
+    n = std::min(n + (g < 0 ? kMaxCachedRows : std::min(static_cast<std::uint64_t>(g), kMaxCachedRows)),
+                 kMaxCachedRows);
+  return n;
 }
 
 std::optional<ParquetCacheIdentity> parquet_cache_identity(const ByteSource& src, std::uint64_t base) {
