@@ -7,9 +7,10 @@
 #                   huggingface metadata): images/s of each, alternating BENCH_ROUNDS rounds, and the
 #                   median of the rounds' parquet/zip ratios [>= 0.9]
 #   open_100k_parquet  opening 100,000 rows (small JPEGs, 10 files) and the zip of the same images:
-#                   seconds of each, best of 3 [< 1 s]. Every open is a first open (nothing is
-#                   cached between opens: the image bytes are read once to size each row), so its
-#                   cost grows with the bytes: open_photos_parquet gives the photo set's too.
+#                   seconds of each, best of 3 [< 1 s]. Every open here is a first open (open1 with
+#                   no index cache: the image bytes are read to size each row), so its cost grows
+#                   with the bytes: open_photos_parquet gives the photo set's too. The cached open:
+#                   bench/parquet_index.sh.
 # Measured on the development machine (2 shared cores, BENCH_SECONDS=8, BENCH_ROUNDS=5): zip
 # 2,011 / 2,746 / 3,020 / 2,914 / 2,623 images/s, parquet 1,420 / 2,736 / 2,970 / 2,791 / 2,739,
 # median ratio 0.984 [>= 0.9] (a run of 3 rounds of 5 s gave 1.017, another 0.929: the machine's load

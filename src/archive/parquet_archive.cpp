@@ -8,15 +8,19 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <atomic>
 #include <list>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "archive/parquet_index_cache.h"
 #include "archive/parquet_plugin.h"
 #include "archive/readers.h"
+#include "frugal/archive/data_source.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 #include "frugal/util/text.h"
 #include "frugal/util/units.h"
 
@@ -36,6 +40,8 @@ constexpr std::uint64_t kCacheBytes = std::uint64_t{256} << 20;
 // The huggingface metadata read for class names, at most.
 constexpr std::size_t kMaxMetadataJson = std::size_t{16} << 20;
 constexpr std::uint64_t kMaxRows = std::uint64_t{1} << 31;
+
+std::atomic<std::uint64_t> row_groups_read{0};
 
 #if FRUGAL_PARQUET
 // Where the plugin is: $FRUGAL_PARQUET_PLUGIN, else lib/ beside the executable's bin/ (an
@@ -191,13 +197,20 @@ struct OpenFile {
   int image_field = -1, label_field = -1;
 };
 
-// The image bytes of row group `g` of `f`, within the reader's bound.
-std::shared_ptr<const pp::ImageColumn> read_images(const OpenFile& f, int g) {
+// Refuses row group `g` of `f` when its images would take more than the reader's bound (what its
+// footer declares; nothing of the group is read).
+void check_declared(const OpenFile& f, int g) {
   const std::uint64_t declared = guarded(f.display, [&] { return f.file->image_bytes_declared(g, f.image_field); });
   if (declared > kMaxRowGroupImageBytes)
     fail(ErrorKind::budget, f.display, "row groups whose images take at most " + format_size(kMaxRowGroupImageBytes),
          "row group " + std::to_string(g) + " of " + format_size(declared),
          "rewrite it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=100))");
+}
+
+// The image bytes of row group `g` of `f`, within the reader's bound.
+std::shared_ptr<const pp::ImageColumn> read_images(const OpenFile& f, int g) {
+  check_declared(f, g);
+  ++row_groups_read;
   auto images = guarded(f.display, [&] { return f.file->images(g, f.image_field); });
   const std::int64_t rows = f.file->row_group_rows(g);
   if (images->length() != rows)
@@ -206,9 +219,65 @@ std::shared_ptr<const pp::ImageColumn> read_images(const OpenFile& f, int g) {
   return images;
 }
 
+ParquetRow row_of(const pp::ImageColumn& images, std::int64_t r) {
+  if (images.is_null(r)) return {ParquetImage::null, ImageFormat::unknown, 0};
+  const auto b = images.bytes(r);
+  if (b.empty()) return {ParquetImage::empty, ImageFormat::unknown, 0};
+  return {ParquetImage::bytes, sniff_format(b.first(std::min<std::size_t>(b.size(), 32))), b.size()};
+}
+
+// What open_file() learns of `f`'s rows, read from the file itself: the label column, then every
+// row group's images (the cost the index cache saves).
+ParquetRowIndex read_row_index(const OpenFile& f) {
+  ParquetRowIndex index;
+  if (f.label_field >= 0) {
+    index.labels = guarded(f.display, [&] { return f.file->integers(f.label_field); });
+    if (static_cast<std::int64_t>(index.labels.size()) != f.file->rows())
+      refuse_bytes(f.display,
+                   std::to_string(index.labels.size()) + " labels for " + std::to_string(f.file->rows()) + " rows");
+  }
+  for (int g = 0; g < f.file->row_groups(); ++g) {
+    const auto images = read_images(f, g);
+    for (std::int64_t r = 0; r < images->length(); ++r) index.rows.push_back(row_of(*images, r));
+  }
+  if (!index.labels.empty() && index.labels.size() != index.rows.size())
+    refuse_bytes(f.display, std::to_string(index.labels.size()) + " labels for " + std::to_string(index.rows.size()) +
+                                " rows in its row groups");
+  return index;
+}
+
+// Where `src`'s offset 0 lies in the concatenation of its files (a parquet file inside a zip).
+std::uint64_t base_of(const ByteSource& src) {
+  if (auto* w = dynamic_cast<const WindowSource*>(&src)) return w->base();
+  return 0;
+}
+
+// `f`'s rows: from the index cache when it holds them for these bytes, else read from the file
+// (and then cached when it has rows enough to be worth it).
+ParquetRowIndex row_index(const OpenFile& f, const ParquetShape& shape, const ArchiveOptions& options) {
+  const std::filesystem::path dir = index_cache_dir(options);
+  std::optional<ParquetCacheIdentity> id;
+  std::filesystem::path file;
+  if (!dir.empty() && shape.rows() >= kParquetIndexCacheMin) id = parquet_cache_identity(*f.source, base_of(*f.source));
+  if (id) {
+    file = parquet_cache_file(dir, *id);
+    if (auto cached = load_parquet_cache(file, *id, shape)) return std::move(*cached);
+  }
+  ParquetRowIndex index = read_row_index(f);
+  if (id && index.rows.size() >= kParquetIndexCacheMin) {
+    try {
+      save_parquet_cache(file, *id, shape, index);
+    } catch (const Error& err) {
+      note(f.display + ": its rows could not be cached (" + err.what() + "); every open reads all its images again");
+    }
+  }
+  return index;
+}
+
 class ParquetArchive final : public Archive {
  public:
-  ParquetArchive(std::vector<ParquetFile> files, std::string display) : display_(std::move(display)) {
+  ParquetArchive(std::vector<ParquetFile> files, std::string display, const ArchiveOptions& options)
+      : display_(std::move(display)) {
     for (auto& pf : files) {
       auto f = std::make_unique<OpenFile>();
       f->source = std::move(pf.source);
@@ -216,7 +285,7 @@ class ParquetArchive final : public Archive {
       f->name = std::filesystem::path(f->display).filename().string();
       files_.push_back(std::move(f));
     }
-    for (std::size_t i = 0; i < files_.size(); ++i) open_file(*files_[i], i);
+    for (std::size_t i = 0; i < files_.size(); ++i) open_file(*files_[i], i, options);
     by_name_.reserve(entries_.size());
     for (std::size_t i = 0; i < entries_.size(); ++i) by_name_.emplace(entries_[i].name, i);
   }
@@ -255,57 +324,55 @@ class ParquetArchive final : public Archive {
     int local;
   };
 
-  void open_file(OpenFile& f, std::size_t index) {
+  void open_file(OpenFile& f, std::size_t index, const ArchiveOptions& options) {
     const frugal_parquet_open_fn open = plugin(f.display);
     f.file.reset(guarded(f.display, [&] { return open(pp::kVersion, std::make_shared<SourceInput>(*f.source)); }));
     choose_columns(f);
     check_same_columns(f, index);
-    std::vector<std::optional<std::int64_t>> labels;
-    if (f.label_field >= 0) {
-      labels = guarded(f.display, [&] { return f.file->integers(f.label_field); });
-      if (static_cast<std::int64_t>(labels.size()) != f.file->rows())
-        refuse_bytes(f.display,
-                     std::to_string(labels.size()) + " labels for " + std::to_string(f.file->rows()) + " rows");
-      read_class_names(f);
+    if (f.label_field >= 0) read_class_names(f);
+    ParquetShape shape{f.image_field, f.label_field, {}};
+    for (int g = 0; g < f.file->row_groups(); ++g) {
+      check_declared(f, g);
+      shape.group_rows.push_back(f.file->row_group_rows(g));
     }
-    std::int64_t file_row = 0;
+    const ParquetRowIndex rows = row_index(f, shape, options);
+    std::size_t file_row = 0;
     for (int g = 0; g < f.file->row_groups(); ++g) {
       groups_.push_back({index, g});
-      const auto images = read_images(f, g);
       std::uint64_t group_bytes = 0;
-      for (std::int64_t r = 0; r < images->length(); ++r, ++file_row)
-        group_bytes += add_row(f, *images, r, file_row, labels);
+      for (std::int64_t r = 0; r < shape.group_rows[static_cast<std::size_t>(g)]; ++r, ++file_row)
+        group_bytes += add_row(f, rows, r, file_row);
       labels_.io_group_bytes.push_back(group_bytes);
     }
   }
 
-  // The row as an entry (its size returned), or counted as skipped.
-  std::uint64_t add_row(const OpenFile& f, const pp::ImageColumn& images, std::int64_t r, std::int64_t file_row,
-                        const std::vector<std::optional<std::int64_t>>& labels) {
+  // Row `file_row` of `f` (row r of its row group) as an entry (its size returned), or counted as
+  // skipped.
+  std::uint64_t add_row(const OpenFile& f, const ParquetRowIndex& rows, std::int64_t r, std::size_t file_row) {
     const std::string row_name = f.name + "/" + std::to_string(file_row);
-    const auto b = images.bytes(r);
-    if (images.is_null(r) || b.empty()) {
-      const std::string why = images.is_null(r) ? "no image bytes (null)" : "empty image bytes";
+    const ParquetRow& row = rows.rows[file_row];
+    if (row.image != ParquetImage::bytes) {
+      const std::string why = row.image == ParquetImage::null ? "no image bytes (null)" : "empty image bytes";
       if (labels_.skipped[why]++ == 0) labels_.examples[why] = display_ + ":" + row_name;
       return 0;
     }
     if (entries_.size() >= kMaxRows)
       fail(ErrorKind::budget, display_, "at most " + std::to_string(kMaxRows) + " rows", "more", "");
     ZipEntry e;
-    e.name = row_name + "." + extension(sniff_format(b.first(std::min<std::size_t>(b.size(), 32))));
+    e.name = row_name + "." + extension(row.format);
     e.raw_name = e.name;
     e.has_crc32 = false;
-    e.size = e.compressed_size = b.size();
+    e.size = e.compressed_size = row.size;
     entries_.push_back(std::move(e));
     row_.push_back(r);
     labels_.io_group.push_back(static_cast<std::uint32_t>(groups_.size() - 1));
     std::optional<std::int64_t> label;
-    if (!labels.empty()) {
-      const auto& l = labels[static_cast<std::size_t>(file_row)];
+    if (!rows.labels.empty()) {
+      const auto& l = rows.labels[file_row];
       if (l && *l >= 0) label = l;
     }
     labels_.label.push_back(label);
-    return b.size();
+    return row.size;
   }
 
   // The first column named image/img holding {bytes, path} structs, else the first such column;
@@ -409,12 +476,13 @@ class ParquetArchive final : public Archive {
 
 bool parquet_built() { return FRUGAL_PARQUET != 0; }
 
+std::uint64_t detail::parquet_row_groups_read() { return row_groups_read.load(); }
+
 std::unique_ptr<Archive> open_parquet_archive(std::vector<ParquetFile> files, std::string display,
                                               const ArchiveOptions& options) {
-  (void)options;
   if (files.empty()) fail(ErrorKind::usage, display, "at least one parquet file", "none", "check the pattern");
   plugin(files.front().display);  // refused before anything is read when there is no reader
-  return std::make_unique<ParquetArchive>(std::move(files), std::move(display));
+  return std::make_unique<ParquetArchive>(std::move(files), std::move(display), options);
 }
 
 }  // namespace frugal

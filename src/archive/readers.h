@@ -47,6 +47,11 @@ struct ParquetFile {
 std::unique_ptr<Archive> open_parquet_archive(std::vector<ParquetFile> files, std::string display,
                                               const ArchiveOptions& options);
 bool parquet_built();
+namespace detail {
+// Row groups whose images the parquet reader has read since the process started (opens and
+// reads): what tests count to see that an open used the index cache.
+std::uint64_t parquet_row_groups_read();
+}  // namespace detail
 
 std::unique_ptr<Archive> open_folder_archive(const std::filesystem::path& root, const ArchiveOptions& options);
 // The file behind entry i of a folder archive; nullopt for other archives (or a folder entry).

@@ -189,7 +189,7 @@ class TarArchive final : public Archive {
   // then cached when the tar is large enough to be worth it).
   static std::vector<TarRecord> index_shard(const TarShard& shard, const ArchiveOptions& options) {
     const ByteSource& src = *shard.source;
-    const std::filesystem::path dir = options.index_cache_dir ? *options.index_cache_dir : default_index_cache_dir();
+    const std::filesystem::path dir = index_cache_dir(options);
     std::optional<TarCacheIdentity> id;
     std::filesystem::path file;
     if (!dir.empty()) id = tar_cache_identity(src, shard.base, 0, src.size());

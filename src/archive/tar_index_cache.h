@@ -9,23 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "archive/index_cache.h"
 #include "archive/tar_index.h"
 #include "frugal/archive/archive.h"
 
 namespace frugal {
 
-// What a cached index was made from, as far as the file system tells.
-struct TarCacheIdentity {
-  struct File {
-    std::string path;  // absolute
-    std::uint64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    std::uint64_t dev = 0, ino = 0;
-  };
-  std::vector<File> files;  // the files the bytes come from, in order (split parts, an outer zip)
-  std::uint64_t begin = 0;  // the tar's range in their concatenation
-  std::uint64_t end = 0;
-};
+// What a cached index was made from, as far as the file system tells (index_cache.h).
+using TarCacheIdentity = SourceIdentity;
 
 // The identity of the tar in [begin, end) of `src`, whose offset 0 lies at `base` in the
 // concatenation of src.files() (a window inside an outer archive); nullopt when a file cannot be

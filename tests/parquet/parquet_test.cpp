@@ -3,14 +3,19 @@
 // huggingface metadata), read through Archive::open and Dataset::open.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
+#include "archive/parquet_index_cache.h"
+#include "archive/readers.h"
 #include "archive/tar_fixture.h"
 #include "archive/zip_read_fixture.h"
 #include "frugal/archive/archive.h"
+#include "frugal/archive/data_source.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/dataset/sampler.h"
 #include "frugal/util/error.h"
@@ -47,6 +52,19 @@ bad = rows[:4] + [(None, None, 1), (b"", "empty.png", 2), (png(1), "x.png", -1),
 pq.write_table(table(bad, ["cat", "dog", "fox"]), f"{d}/holes.parquet")
 pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), f"{d}/notimages.parquet")
 with open(f"{d}/names.txt", "w") as f: f.write("zero\none\ntwo\n")
+# Index cache: 1,200 rows in 12 row groups (PNG and JPEG magic padded to 100 bytes: listed, never
+# decoded here), with null, empty and unlabelled rows; and the same table with the formats swapped,
+# written so that only the image bytes differ (no compression, dictionary or statistics).
+def fake(kind, i): return ((b"\x89PNG\r\n\x1a\n" if kind else b"\xff\xd8\xff\xe0") + bytes([i % 251]) * 100)[:100]
+def big(swap):
+    rows = []
+    for i in range(1200):
+        b = None if i % 97 == 5 else b"" if i % 89 == 7 else fake((i % 3 == 0) != swap, i)
+        rows.append((b, f"{i}.img", None if i % 50 == 3 else -1 if i % 50 == 4 else i % 3))
+    return table(rows, ["cat", "dog", "fox"])
+for name, swap in (("big", False), ("big_swapped", True)):
+    pq.write_table(big(swap), f"{d}/{name}.parquet", row_group_size=100, compression="NONE", use_dictionary=False,
+                   write_statistics=False)
 )PY";
 
 class ParquetTest : public ::testing::Test {
@@ -175,6 +193,244 @@ TEST_F(ParquetTest, DamagedBytesAreRefusedNamingTheFile) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid);
     EXPECT_NE(std::string(e.what()).find(cut), std::string::npos) << e.what();
   }
+}
+
+// What an open made of a parquet file, for comparing two opens.
+struct Opened {
+  std::vector<std::string> names;
+  std::vector<std::uint64_t> sizes;
+  std::vector<std::optional<std::int64_t>> labels;
+  std::vector<std::string> class_names;
+  std::map<std::string, std::uint64_t> skipped;
+  std::map<std::string, std::string> examples;
+  std::vector<std::uint32_t> io_group;
+  std::vector<std::uint64_t> io_group_bytes;
+  std::uint64_t row_groups_read = 0;  // while opening
+  bool operator==(const Opened& o) const {
+    return names == o.names && sizes == o.sizes && labels == o.labels && class_names == o.class_names &&
+           skipped == o.skipped && examples == o.examples && io_group == o.io_group &&
+           io_group_bytes == o.io_group_bytes;
+  }
+};
+
+Opened open_with_cache(const std::filesystem::path& file, const std::filesystem::path& cache) {
+  ArchiveOptions o;
+  o.index_cache_dir = cache;
+  const std::uint64_t before = detail::parquet_row_groups_read();
+  auto a = Archive::open(file, o);
+  Opened out;
+  out.row_groups_read = detail::parquet_row_groups_read() - before;
+  for (const auto& e : a->entries()) {
+    out.names.push_back(e.name);
+    out.sizes.push_back(e.size);
+  }
+  const EntryLabels& l = *a->entry_labels();
+  out.labels = l.label;
+  out.class_names = l.class_names;
+  out.skipped = l.skipped;
+  out.examples = l.examples;
+  out.io_group = l.io_group;
+  out.io_group_bytes = l.io_group_bytes;
+  return out;
+}
+
+std::vector<std::filesystem::path> parquet_cache_files(const std::filesystem::path& cache) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(cache / "parquet-index", ec)) out.push_back(e.path());
+  return out;
+}
+
+// Each test its own copy of big.parquet and its own cache folder.
+class ParquetIndexCache : public ParquetTest {
+ protected:
+  void SetUp() override {
+    ParquetTest::SetUp();
+    d_ = testing::temp_dir("pq-cache");
+    file_ = d_ / "big.parquet";
+    cache_ = d_ / "cache";
+    testing::write(file_, testing::read_all(at("big.parquet")));
+  }
+  void TearDown() override { std::filesystem::remove_all(d_); }
+  std::filesystem::path d_, file_, cache_;
+};
+
+TEST_F(ParquetIndexCache, ASecondOpenReadsNoRowGroupAndListsTheSame) {
+  const Opened first = open_with_cache(file_, cache_);
+  EXPECT_EQ(first.row_groups_read, 12u);
+  ASSERT_EQ(first.names.size(), 1200u - 13 - 14);  // 13 null rows, 14 empty ones
+  EXPECT_EQ(first.names[0], "big.parquet/0.png");
+  EXPECT_EQ(first.names[1], "big.parquet/1.jpg");
+  EXPECT_EQ(first.skipped.at("no image bytes (null)"), 13u);
+  EXPECT_EQ(first.class_names, (std::vector<std::string>{"cat", "dog", "fox"}));
+  const auto files = parquet_cache_files(cache_);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].filename().string().find("big.parquet"), std::string::npos);
+  const auto written = std::filesystem::last_write_time(files[0]);
+
+  const Opened second = open_with_cache(file_, cache_);
+  EXPECT_EQ(second.row_groups_read, 0u);
+  EXPECT_TRUE(second == first);
+  EXPECT_EQ(std::filesystem::last_write_time(files[0]), written);  // read, not written again
+  // Rows read after a cached open are the file's bytes, and as large as listed.
+  ArchiveOptions o;
+  o.index_cache_dir = cache_;
+  auto a = Archive::open(file_, o);
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{600}, a->entries().size() - 1}) {
+    const auto bytes = a->read(i);
+    EXPECT_EQ(bytes.size(), a->entries()[i].size) << i;
+    EXPECT_EQ(bytes[0], a->entries()[i].name.ends_with(".png") ? 0x89 : 0xff) << i;
+  }
+}
+
+TEST_F(ParquetIndexCache, AFileRewrittenWithTheSameSizeAndStampsIsReadAgain) {
+  const Opened first = open_with_cache(file_, cache_);
+  const std::string swapped = testing::read_all(at("big_swapped.parquet"));
+  ASSERT_EQ(swapped.size(), std::filesystem::file_size(file_));  // only image bytes differ
+  struct stat before {};
+  struct stat after {};
+  ASSERT_EQ(::stat(file_.c_str(), &before), 0);
+  const auto mtime = std::filesystem::last_write_time(file_);
+  testing::write(file_, swapped);  // in place: the same inode
+  std::filesystem::last_write_time(file_, mtime);
+  ASSERT_EQ(::stat(file_.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+
+  const Opened second = open_with_cache(file_, cache_);
+  EXPECT_EQ(second.row_groups_read, 12u);
+  EXPECT_EQ(second.names[0], "big.parquet/0.jpg");
+  EXPECT_EQ(second.names[1], "big.parquet/1.png");
+  EXPECT_EQ(second.names.size(), first.names.size());
+  EXPECT_EQ(open_with_cache(file_, cache_).row_groups_read, 0u);  // cached again, for the new bytes
+}
+
+// One byte of an image far from the footer, the stamps kept: only the sampled blocks see it (the
+// file is under 256 KiB, so all of it is sampled; a larger one is sampled in 64 blocks).
+TEST_F(ParquetIndexCache, AByteChangedBeforeTheFooterIsCaughtByTheSampledBlocks) {
+  const Opened first = open_with_cache(file_, cache_);
+  std::string bytes = testing::read_all(file_);
+  ASSERT_GT(bytes.size(), std::size_t{100} + (64 << 10));
+  const auto mtime = std::filesystem::last_write_time(file_);
+  bytes[100] = static_cast<char>(bytes[100] ^ 1);  // inside row 0's image, past the bytes sniffed
+  testing::write(file_, bytes);
+  std::filesystem::last_write_time(file_, mtime);
+  const Opened second = open_with_cache(file_, cache_);
+  EXPECT_EQ(second.row_groups_read, 12u);
+  EXPECT_TRUE(second == first);
+}
+
+TEST_F(ParquetIndexCache, ADamagedCacheFileIsIgnoredAndReplaced) {
+  const Opened first = open_with_cache(file_, cache_);
+  const std::filesystem::path file = parquet_cache_files(cache_).at(0);
+  const std::string bytes = testing::read_all(file);
+  for (std::size_t at : {std::size_t{3}, std::size_t{20}, bytes.size() / 2, bytes.size() - 1}) {
+    std::string bad = bytes;
+    bad[at] = static_cast<char>(bad[at] ^ 0x20);
+    testing::write(file, bad);
+    const Opened again = open_with_cache(file_, cache_);
+    EXPECT_EQ(again.row_groups_read, 12u) << at;
+    EXPECT_TRUE(again == first) << at;
+    EXPECT_EQ(testing::read_all(file), bytes) << at;  // written again
+  }
+  for (const std::string& cut : {bytes.substr(0, bytes.size() / 3), bytes.substr(0, 10), std::string(), bytes + "more",
+                                 std::string(bytes.size(), '\0')}) {
+    testing::write(file, cut);
+    const Opened again = open_with_cache(file_, cache_);
+    EXPECT_EQ(again.row_groups_read, 12u) << cut.size();
+    EXPECT_TRUE(again == first) << cut.size();
+  }
+  // Not a regular file: a folder where the cache file goes is left alone (it cannot be replaced).
+  std::filesystem::remove(file);
+  std::filesystem::create_directory(file);
+  EXPECT_TRUE(open_with_cache(file_, cache_) == first);
+}
+
+// Caches whose checksum is right but whose content cannot be what an open recorded: the checks of
+// parse_parquet_cache, one at a time, each through a real open.
+TEST_F(ParquetIndexCache, AHostileCacheWithARightChecksumIsIgnored) {
+  const Opened first = open_with_cache(file_, cache_);
+  const std::filesystem::path file = parquet_cache_files(cache_).at(0);
+  const auto src = open_byte_source(file_.string());
+  const auto id = parquet_cache_identity(*src, 0);
+  ASSERT_TRUE(id);
+  ParquetShape shape{0, 1, std::vector<std::int64_t>(12, 100)};
+  const auto genuine = parse_parquet_cache(testing::read_all(file), *id, shape);
+  ASSERT_TRUE(genuine);
+  ASSERT_EQ(parquet_cache_bytes(*id, shape, *genuine), testing::read_all(file));
+
+  auto with = [&](auto change) {
+    ParquetShape s = shape;
+    ParquetRowIndex index = *genuine;
+    change(s, index);
+    return parquet_cache_bytes(*id, s, index);
+  };
+  using Shape = ParquetShape&;
+  using Index = ParquetRowIndex&;
+  std::vector<std::pair<std::string, std::string>> hostile = {
+      {"a row too few", with([](Shape, Index i) { i.rows.pop_back(); })},
+      {"a row more", with([](Shape, Index i) { i.rows.push_back(i.rows.back()); })},
+      {"other row groups", with([](Shape s, Index) { s.group_rows[3] = 99, s.group_rows[4] = 101; })},
+      {"a row of 1 TiB", with([](Shape, Index i) { i.rows[8].size = std::uint64_t{1} << 40; })},
+      {"a row of no bytes", with([](Shape, Index i) { i.rows[8].size = 0; })},
+      {"a null row with bytes", with([](Shape, Index i) { i.rows[5].size = 3; })},
+      {"a format past the last", with([](Shape, Index i) { i.rows[8].format = static_cast<ImageFormat>(200); })},
+      {"a state past the last", with([](Shape, Index i) { i.rows[8].image = static_cast<ParquetImage>(3); })},
+      {"labels missing", with([](Shape, Index i) { i.labels.clear(); })},
+      {"a label too few", with([](Shape, Index i) { i.labels.pop_back(); })},
+      {"another label column", with([](Shape s, Index) { s.label_field = 0; })},
+  };
+  ParquetCacheIdentity other = *id;
+  other.source.files[0].mtime_ns += 1;
+  hostile.emplace_back("other stamps", parquet_cache_bytes(other, shape, *genuine));
+  other = *id;
+  other.sample_xxh3 += 1;
+  hostile.emplace_back("other sampled bytes", parquet_cache_bytes(other, shape, *genuine));
+  for (const auto& [what, bytes] : hostile) {
+    EXPECT_FALSE(parse_parquet_cache(bytes, *id, shape)) << what;
+    testing::write(file, bytes);
+    const Opened again = open_with_cache(file_, cache_);
+    EXPECT_EQ(again.row_groups_read, 12u) << what;
+    EXPECT_TRUE(again == first) << what;
+  }
+}
+
+TEST_F(ParquetIndexCache, ACacheFolderThatCannotBeWrittenCostsOnlyTheCache) {
+  testing::write(cache_, "a file where the cache folder goes");
+  const Opened first = open_with_cache(file_, cache_);
+  EXPECT_EQ(first.names.size(), 1200u - 13 - 14);
+  const Opened second = open_with_cache(file_, cache_);
+  EXPECT_EQ(second.row_groups_read, 12u);
+  EXPECT_TRUE(second == first);
+}
+
+TEST_F(ParquetIndexCache, FilesOfFewerRowsAndAnEmptyCacheFolderMakeNoCacheFile) {
+  EXPECT_EQ(open_with_cache(at("named.parquet"), cache_).row_groups_read, 3u);
+  EXPECT_EQ(open_with_cache(at("named.parquet"), cache_).row_groups_read, 3u);
+  EXPECT_FALSE(std::filesystem::exists(cache_));
+  EXPECT_EQ(open_with_cache(file_, std::filesystem::path()).row_groups_read, 12u);  // "": never cached
+  EXPECT_EQ(open_with_cache(file_, std::filesystem::path()).row_groups_read, 12u);
+  EXPECT_FALSE(std::filesystem::exists(cache_));
+  static_assert(kParquetIndexCacheMin == 1000);
+}
+
+// The dataset (labels, classes, skipped rows) is the same from a cached open. Both opens also
+// decode the row groups of the samples the dataset probes for channels and sizes.
+TEST_F(ParquetIndexCache, TheDatasetOfACachedOpenIsTheSame) {
+  ::setenv("FRUGAL_CACHE_DIR", cache_.c_str(), 1);
+  std::uint64_t before = detail::parquet_row_groups_read();
+  auto first = Dataset::open(file_.string());
+  const std::uint64_t first_reads = detail::parquet_row_groups_read() - before;
+  ASSERT_EQ(parquet_cache_files(cache_).size(), 1u);
+  before = detail::parquet_row_groups_read();
+  auto second = Dataset::open(file_.string());
+  EXPECT_EQ(first_reads - (detail::parquet_row_groups_read() - before), 12u);
+  ::unsetenv("FRUGAL_CACHE_DIR");
+  EXPECT_EQ(second->classes(), first->classes());
+  ASSERT_EQ(second->size(), first->size());
+  for (std::size_t i = 0; i < first->size(); ++i) ASSERT_EQ(second->label(i), first->label(i)) << i;
+  EXPECT_EQ(second->skipped().counts, first->skipped().counts);
+  EXPECT_EQ(second->skipped().examples, first->skipped().examples);
 }
 
 // A file of 1,390 bytes (found by parquet_fuzz) whose pages declare 256 GiB: Arrow's reader asked

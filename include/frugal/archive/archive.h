@@ -30,8 +30,8 @@ struct ArchiveOptions {
   // A folder inside the data ("train" or "train/"): only the entries under it are seen, named
   // relative to it ({data_root}; DATA:train/ says the same). Empty: all of it.
   std::string root;
-  // Where tar indexes are cached (data_source.h): nullopt: default_index_cache_dir(); an empty
-  // path: never cached (each open reads every header).
+  // Where tar indexes and parquet rows are cached (data_source.h): nullopt: default_index_cache_dir();
+  // an empty path: never cached (each open reads every header, every parquet image).
   std::optional<std::filesystem::path> index_cache_dir;
   // A compressed tar (.tar.gz, .tgz, .tar.zst, .tar.xz, .tar.bz2) is refused naming
   // {cache_decompressed} unless this is set; then it is decompressed once (decompress.h) into

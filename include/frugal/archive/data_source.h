@@ -33,9 +33,12 @@
 // Parquet (Hugging Face datasets' files; src/archive/parquet_archive.cpp, Arrow in a plugin loaded
 // on the first parquet file, src/archive/parquet_plugin.h; without it, refused saying so): the image column ({bytes, path} structs) and the
 // label column are chosen from the schema, the labels and class names (the `huggingface` schema
-// metadata) reach the dataset through Archive::entry_labels(). Every row group's image bytes are
-// read once at open (each row's size, null rows, format from the bytes); reads decode a row group
-// at a time into a bounded cache, and the epoch order keeps a window of row groups together
+// metadata) reach the dataset through Archive::entry_labels(). The first open reads every row
+// group's image bytes (each row's size, null rows, format from the bytes: the whole file, seconds
+// for gigabytes); a file of at least kParquetIndexCacheMin rows then has them cached as a tar's
+// index is (below; "parquet-index" in the cache folder, docs/formats.md "Parquet index cache"),
+// checked also by hashes of the file's footer and of 64 blocks spread over it. Reads decode a row
+// group at a time into a bounded cache, and the epoch order keeps a window of row groups together
 // (sampler.h) so that each decode serves all its rows.
 //   3. PATH does not exist but a prefix before a ':' does: "DATA:REST". REST is resolved against
 //      the opened archive, level by level: an entry that is a file is opened as an archive inside
@@ -63,9 +66,11 @@ namespace frugal {
 
 // Tars with fewer members are parsed on every open (microseconds) and never cached.
 inline constexpr std::size_t kTarIndexCacheMin = 1000;
+// Parquet files with fewer rows read their images on every open and are never cached.
+inline constexpr std::size_t kParquetIndexCacheMin = 1000;
 
 // $FRUGAL_CACHE_DIR, else $XDG_CACHE_HOME/frugal, else $HOME/.cache/frugal; tar indexes go in its
-// "tar-index" folder. Empty when none of them is set.
+// "tar-index" folder, parquet rows in "parquet-index". Empty when none of them is set.
 std::filesystem::path default_index_cache_dir();
 
 // DATA split where the file system ends: `base` is the longest prefix before a ':' that exists
