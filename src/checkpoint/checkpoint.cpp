@@ -94,7 +94,8 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
   md["image_size"] = std::to_string(c.model.image_size);
   md["channels"] = std::to_string(c.model.channels);
   if (!c.model.module_sha256.empty()) {  // a TorchScript module's weights: for that file's code
-    md["module_file"] = utf8_escaped(c.model.module_file);  // a path: bytes, not always UTF-8
+    // A path is bytes, not always UTF-8; the metadata is JSON.
+    md["module_file"] = utf8_escaped(c.model.module_file);
     md["module_sha256"] = c.model.module_sha256;
     md["num_classes"] = std::to_string(c.model.classes.size());
   }

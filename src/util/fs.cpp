@@ -282,7 +282,8 @@ FileLock FileLock::lock(const std::filesystem::path& path, const std::string& do
   const std::string who = holder(path);
   throw Error(ErrorKind::io, path.string() + ": in use by another frugal process" +
                                  (who.empty() ? std::string() : " (" + who + ")") + "; " + doing +
-                                 " has to wait until it ends: it was not started; let the other finish or stop it, then run the same command again");
+                                 " has to wait until it ends: it was not started; let the other finish or stop it, "
+                                 "then run the same command again");
 }
 
 std::string FileLock::holder(const std::filesystem::path& path) {
