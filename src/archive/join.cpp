@@ -53,8 +53,7 @@ bool same_file(int fd, const std::filesystem::path& path) {
   const std::string who = FileLock::holder(path);
   fail(ErrorKind::io, path.string(), "", "",
        what + " is in use by another frugal process" + (who.empty() ? std::string() : " (" + who + ")") +
-           "; this join has to wait until it ends: it was not started; let the other finish or stop it, then run the "
-           "same command again");
+           "; this join did not start: let it finish or stop it, then run the same command again");
 }
 
 // Takes flock(LOCK_EX) on fd without waiting, or fails naming who holds `path`.

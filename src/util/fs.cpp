@@ -282,8 +282,7 @@ FileLock FileLock::lock(const std::filesystem::path& path, const std::string& do
   const std::string who = holder(path);
   throw Error(ErrorKind::io, path.string() + ": in use by another frugal process" +
                                  (who.empty() ? std::string() : " (" + who + ")") + "; " + doing +
-                                 " has to wait until it ends: it was not started; let the other finish or stop it, "
-                                 "then run the same command again");
+                                 " did not start: let it finish or stop it, then run the same command again");
 }
 
 std::string FileLock::holder(const std::filesystem::path& path) {

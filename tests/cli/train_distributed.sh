@@ -187,8 +187,10 @@ check "to its end" '[ "$(newest "$t/nodes")" == "ckpt-e0001-s000023.safetensors"
 # dropout; SGD, whose step is linear in the gradient). Without --sync-bn each rank normalises by
 # its 4 images: the steps differ by design. Float sums in another order differ in the last bits,
 # which batch norm over a few values (layer4 sees 8 values a channel) amplifies ~700x a step:
-# compared after the first step.
-res=(--data "$t/digits.zip" --val "$t/val.zip" --model resnet18 --image-size 32 --device cpu --workers 1 --deterministic
+# compared after the first step. 24 images: 3 steps of 8, a checkpoint each (resnet18's checkpoint
+# is ~130 MB; the whole 180-image set made 23 per run, 9 GB for the three, and filled CI's disk).
+make_shapes_zip "$t/few.zip" 8 2
+res=(--data "$t/few.zip" --val "$t/val.zip" --model resnet18 --image-size 32 --device cpu --workers 1 --deterministic
      --optimizer sgd --lr 0.005 --epochs 1 --save-every 1steps --keep-last 30 --keep-best 0)
 frugal train "${res[@]}" --sync-bn --batch-size 8 --run "$t/bn1" > /dev/null 2> "$t/bn1.err" || die "1 process" "$t/bn1.err"
 ranks "$t/bn2" "$(free_port)" "$t/bn2" "${res[@]}" --sync-bn --batch-size 4

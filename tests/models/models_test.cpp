@@ -6,6 +6,7 @@
 #include "frugal/util/error.h"
 #include "frugal/models/models.h"
 #include "frugal/run/train_config.h"
+#include "made_once.h"
 #include "models/safetensors_read.h"
 
 namespace frugal {
@@ -18,15 +19,18 @@ std::string python() {
   return std::string(FRUGAL_SOURCE_DIR) + "/.venv/bin/python";
 }
 
-// Exports the torchvision fixtures once for the whole suite (one Python start-up).
+// The torchvision fixtures (150 MB), exported once per build tree (again when the script changes)
+// for every test process, as the weights and image fixtures are. Each process once exported its
+// own copy into /tmp and left it there: 450 MB a ctest run.
 const fs::path& fixture_dir() {
   static fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("frugal-models-test-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::string cmd = "'" + python() + "' '" + FRUGAL_SOURCE_DIR + "/tests/models/export_fixtures.py' '" + d.string() +
-                      "' 64 resnet18 resnet50 efficientnet_b0";
-    if (std::system(cmd.c_str()) != 0) return fs::path();
-    return d;
+    const fs::path src = fs::path(FRUGAL_SOURCE_DIR) / "tests/models/export_fixtures.py";
+    return testing::made_once(fs::path(FRUGAL_BINARY_DIR) / "test-fixtures/models", src, [&](const fs::path& tmp) {
+      fs::create_directories(tmp);
+      const std::string cmd =
+          "'" + python() + "' '" + src.string() + "' '" + tmp.string() + "' 64 resnet18 resnet50 efficientnet_b0";
+      return std::system(cmd.c_str()) == 0;
+    });
   }();
   return dir;
 }
