@@ -243,12 +243,18 @@ LoadedModel load_model_any(const std::filesystem::path& ckpt, const ForeignModel
 
 ModelFileSummary summarize_model_file(const std::filesystem::path& ckpt) {
   ModelFileSummary s;
+  s.compression = nullptr;
+  if (is_foreign_weights(ckpt)) {  // weights from elsewhere: no frugal metadata, their size is the report's
+    std::error_code ec;
+    s.file = ckpt;
+    s.bytes = std::filesystem::is_regular_file(ckpt, ec) ? std::filesystem::file_size(ckpt, ec) : 0;
+    return s;
+  }
   const CkptFile resolved = resolve_ckpt_file(ckpt);
   s.file = resolved.path;
   auto header = read_safetensors_header(s.file, resolved.links);  // a regular file: its size is known
   s.bytes = std::filesystem::file_size(s.file);
   auto it = header.metadata.find(kCompressionKey);
-  s.compression = nullptr;
   if (it != header.metadata.end()) {
     try {
       s.compression = nlohmann::json::parse(it->second);

@@ -39,6 +39,11 @@ expect_exit "predict with the .pth" 0 frugal predict "$t/plain.pth" "$t/data.zip
 check "the same predictions, classes numbered" "[ \"\$(sed 's/: bright/: 0/; s/: dark/: 1/' '$t/ref_pred')\" == \"\$(cat '$t/out')\" ]"
 expect_exit "export of the .pth" 0 frugal export "$t/plain.pth" --format onnx -o "$t/plain.onnx"
 check "an ONNX file was written" '[ -s "$t/plain.onnx" ]'
+expect_exit "compress of the .pth" 0 frugal compress "$t/plain.pth" -o "$t/plain-small.safetensors" --prune 0.5 \
+  --quantize int8 --data "$t/data.zip" --json
+check "...its report gives the .pth's size as the input" \
+  "\"\$py\" -c 'import json,os,sys; d=json.load(open(\"$t/out\")); sys.exit(0 if d[\"input\"][\"bytes\"] == os.path.getsize(\"$t/plain.pth\") else 1)'"
+expect_exit "eval of the compressed .pth" 0 frugal eval "$t/plain-small.safetensors" --data "$t/data.zip" --json
 
 expect_exit "data of 3 classes for weights of 2" 3 frugal eval "$t/plain.pth" --data "$t/three.zip"
 expect_msg "...naming both counts" "the 2 classes the weights' head classifies"

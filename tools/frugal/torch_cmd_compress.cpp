@@ -10,6 +10,7 @@
 #include "run_lock.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/compress/compress.h"
+#include "frugal/dataset/dataset.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/units.h"
@@ -101,6 +102,13 @@ int cmd_compress(int argc, char** argv) {
   options.finetune_epochs = finetune_epochs;
 
   auto before = load_model_any(ckpt);
+  // Weights from elsewhere number their classes; with --data they take the data's class names in
+  // sorted order, as eval gives them.
+  if (before.foreign && !data.empty()) {
+    DatasetOptions d;
+    d.channels = before.info.channels;
+    use_data_classes(before, Dataset::open(data, d)->classes(), data);
+  }
   const auto input = summarize_model_file(ckpt);
   // A TorchScript module: its Conv2d and Linear layers are compressed, everything else is kept as
   // trained; say which.

@@ -33,16 +33,7 @@ int cmd_export(int argc, char** argv) {
   Progress::set_quiet(json);
 
   auto loaded = load_model_any(ckpt, foreign);
-  // Weights from elsewhere have no frugal metadata to summarize: their size is the report's.
-  ModelFileSummary source;
-  if (loaded.foreign) {
-    std::error_code ec;
-    source.file = ckpt;
-    source.bytes = std::filesystem::is_regular_file(ckpt, ec) ? std::filesystem::file_size(ckpt) : 0;
-    source.compression = nullptr;
-  } else {
-    source = summarize_model_file(ckpt);
-  }
+  const ModelFileSummary source = summarize_model_file(ckpt);
   const auto run_lock = lock_run_folder_of(out, "exporting into this run folder");
   export_onnx(loaded.info, *loaded.model, out);
   const auto bytes = std::filesystem::file_size(out);
