@@ -60,23 +60,6 @@ torch.jit.save(torch.jit.script(NoBN()), f"{t}/nobn.pt")
 PY
 [[ -f $t/nobn.pt ]] || die "making the data failed"
 
-newest_step() {  # the highest step among the run's committed checkpoints (0 when none)
-  local n=0 f s
-  for f in "$1"/ckpt-*.safetensors; do
-    [[ -e $f ]] || continue
-    s=${f##*-s}; s=${s%%.*}; s=$((10#$s))
-    ((s > n)) && n=$s
-  done
-  echo $n
-}
-same_weights() {  # same_weights RUN_A RUN_B: best.safetensors bit for bit
-  "$py" - "$1" "$2" <<'PY'
-import sys
-from safetensors.torch import load_file
-a, b = (load_file(f"{r}/best.safetensors") for r in sys.argv[1:])
-assert set(a) == set(b) and all(bool((a[k] == b[k]).all()) for k in a), [k for k in a if not bool((a[k] == b[k]).all())]
-PY
-}
 torchrun=$(dirname "$py")/torchrun
 
 for reader in zip shards parquet; do

@@ -112,23 +112,6 @@ expect_msg "...with the Python that does it" "torch.onnx.export"
 check "nothing was left of the refused runs" '[ ! -e "$t/r3" ] && [ ! -e "$t/rg" ] && [ ! -e "$t/rw" ]'
 
 # 4. Killed mid-run (SIGKILL once a checkpoint exists), resumed: the weights of an uninterrupted run.
-newest_step() {  # the highest step among the run's committed checkpoints (0 when none)
-  local n=0 f s
-  for f in "$1"/ckpt-*.safetensors; do
-    [[ -e $f ]] || continue
-    s=${f##*-s}; s=${s%%.*}; s=$((10#$s))
-    ((s > n)) && n=$s
-  done
-  echo $n
-}
-same_weights() {  # same_weights RUN_A RUN_B: best.safetensors bit for bit
-  "$py" - "$1" "$2" <<'PY'
-import sys
-from safetensors.torch import load_file
-a, b = (load_file(f"{r}/best.safetensors") for r in sys.argv[1:])
-assert set(a) == set(b) and all(bool((a[k] == b[k]).all()) for k in a), [k for k in a if not bool((a[k] == b[k]).all())]
-PY
-}
 kill_and_resume() {  # kill_and_resume NAME ARGS...: a --deterministic run killed at step 8 and resumed
   local name=$1 killed rc
   shift

@@ -15,6 +15,7 @@
 #   expect_msg "...naming the entry" "BAD  c:"  # a fixed string in $t/err (or in the file given third)
 #   check "the join equals the original" '[ "$(sum a)" == "$(sum b)" ]'  # any condition, eval'd
 #   some_command || die "what went wrong" "$t/log"   # FAIL, the log's tail, exit 1
+#   newest_step "$t/run"; same_weights RUN_A RUN_B   # checkpoints: the newest step; bitwise equal
 #   finish                                      # last line: exit 1 if a check failed
 #
 # What it sets: `set -euo pipefail`; $t, a fresh folder removed at exit (KEEP=1 keeps it and says
@@ -164,5 +165,24 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
                 from PIL import Image
                 Image.fromarray(pixels).save(buf, "PNG")
             z.writestr(f"{cls}/{i:03d}.{kind}", buf.getvalue())
+PY
+}
+# newest_step RUN: the highest step among RUN's committed checkpoints (0 when none).
+newest_step() {
+  local n=0 f s
+  for f in "$1"/ckpt-*.safetensors; do
+    [[ -e $f ]] || continue
+    s=${f##*-s}; s=${s%%.*}; s=$((10#$s))
+    ((s > n)) && n=$s
+  done
+  echo $n
+}
+# same_weights RUN_A RUN_B: exit 0 when their best.safetensors hold the same tensors bit for bit.
+same_weights() {
+  "$py" - "$1" "$2" <<'PY'
+import sys
+from safetensors.torch import load_file
+a, b = (load_file(f"{r}/best.safetensors") for r in sys.argv[1:])
+assert set(a) == set(b) and all(bool((a[k] == b[k]).all()) for k in a), [k for k in a if not bool((a[k] == b[k]).all())]
 PY
 }
