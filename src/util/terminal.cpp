@@ -41,9 +41,9 @@ bool acts_on_terminal(char32_t cp) {
          (cp >= 0x2066 && cp <= 0x2069);
 }
 
-}  // namespace
-
-std::string printable(std::string_view s) {
+// `s` with each byte that is not part of valid UTF-8 written as \xHH and, for a terminal, each
+// code point that acts on one escaped too (printable()); otherwise kept as it is.
+std::string escaped(std::string_view s, bool for_terminal) {
   std::string out;
   out.reserve(s.size());
   char buf[16];
@@ -56,7 +56,7 @@ std::string printable(std::string_view s) {
       ++i;
       continue;
     }
-    if (!acts_on_terminal(cp)) {
+    if (!for_terminal || !acts_on_terminal(cp)) {
       out.append(s, i, n);
     } else if (cp == '\t') {
       out += "\\t";
@@ -76,24 +76,11 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-std::string utf8_escaped(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  char buf[8];
-  for (std::size_t i = 0; i < s.size();) {
-    char32_t cp = 0;
-    const std::size_t n = utf8_at(s, i, cp);
-    if (n == 0) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
-      out += buf;
-      ++i;
-    } else {
-      out.append(s, i, n);
-      i += n;
-    }
-  }
-  return out;
-}
+}  // namespace
+
+std::string printable(std::string_view s) { return escaped(s, true); }
+
+std::string utf8_escaped(std::string_view s) { return escaped(s, false); }
 
 bool is_printable(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {

@@ -41,6 +41,15 @@ TEST(JsonText, BytesThatAreNotUtf8DoNotBreakTheDocument) {
   EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
+TEST(Utf8Escaped, OnlyBytesThatAreNotUtf8AreEscapedSoDifferentPathsStayDifferent) {
+  EXPECT_EQ(utf8_escaped("/data/d\xe9.zip"), "/data/d\\xe9.zip");
+  EXPECT_NE(utf8_escaped("r\xe9"), utf8_escaped("r\xe8"));
+  EXPECT_EQ(utf8_escaped("caf\xc3\xa9/\xe7\x8c\xab\ttab"), "caf\xc3\xa9/\xe7\x8c\xab\ttab");  // valid: unchanged
+  EXPECT_EQ(utf8_escaped("\xc3"), "\\xc3");                                                   // a sequence cut short
+  const nlohmann::json j = utf8_escaped("d\xff\xfe");
+  EXPECT_NO_THROW((void)j.dump());
+}
+
 TEST(StderrRedraws, PlainLinesInNotebooksAndWhenForced) {
   ::setenv("FRUGAL_PROGRESS", "plain", 1);
   EXPECT_FALSE(stderr_redraws());
