@@ -4,6 +4,7 @@
 # make bench - run the benchmarks (ratios against baselines measured in the same run)
 # make sanitize - the torch-free unit tests under ASan+UBSan and TSan (scripts/sanitize.sh)
 # make tidy  - clang-tidy over the torch-free code (scripts/tidy.sh; its compile database in build-tidy/)
+# make python - install the Python package frugal into .venv, built against its torch (docs/python.md)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 # built by `make test` and `make bench`.
 DEMO_TARGETS = frugal frugal-torch
 
-.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy clean
+.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy python clean
 
 all: build
 
@@ -49,6 +50,14 @@ fuzz: setup
 
 sanitize: setup
 	@scripts/sanitize.sh
+
+# pip through scikit-build-core (pyproject.toml), in this checkout's build folder (what `make build`
+# compiled is reused: only frugal._core is linked and installed); --no-build-isolation so that it
+# builds against .venv's torch.
+python: configure
+	@.venv/bin/python -m pip install -q --no-build-isolation --no-deps -C build-dir=$(BUILD) \
+	  -C cmake.define.FRUGAL_TESTS=ON -C cmake.define.FRUGAL_BENCH=ON . && \
+	  .venv/bin/python -c "import frugal; print('frugal', frugal.__version__, 'for torch', frugal._build_info.torch_version, 'installed in .venv')"
 
 tidy:
 	@scripts/tidy.sh

@@ -46,15 +46,32 @@ function(frugal_private_includes target dir)
   target_include_directories(${target} PRIVATE ${_root})
 endfunction()
 
-# Files that include <torch/torch.h> cost ~20-30 s each; one precompiled header serves them all.
+# Files that include <torch/torch.h> cost ~20-30 s each; one precompiled header serves them all,
+# one per kind of code: libraries and the Python module are position-independent (-fPIC: they are
+# linked into a shared object), executables are PIE (-fPIE), and a PCH is only valid for the kind
+# it was made for.
 function(frugal_torch_pch target)
-  if(NOT TARGET frugal_torch_pch_holder)
-    file(WRITE ${CMAKE_BINARY_DIR}/torch_pch_holder.cpp "// precompiled torch header holder\n")
-    add_library(frugal_torch_pch_holder STATIC ${CMAKE_BINARY_DIR}/torch_pch_holder.cpp)
-    target_link_libraries(frugal_torch_pch_holder PUBLIC ${TORCH_LIBRARIES})
-    target_precompile_headers(frugal_torch_pch_holder PRIVATE <torch/torch.h>)
+  get_target_property(_type ${target} TYPE)
+  if(_type STREQUAL "EXECUTABLE")
+    set(_holder frugal_torch_pch_holder_exe)
+    set(_file torch_pch_holder_exe.cpp)
+  else()
+    set(_holder frugal_torch_pch_holder)
+    set(_file torch_pch_holder.cpp)
   endif()
-  target_precompile_headers(${target} REUSE_FROM frugal_torch_pch_holder)
+  if(NOT TARGET ${_holder})
+    file(WRITE ${CMAKE_BINARY_DIR}/${_file} "// precompiled torch header holder\n")
+    if(_type STREQUAL "EXECUTABLE")
+      add_library(${_holder} OBJECT ${CMAKE_BINARY_DIR}/${_file})
+      set_target_properties(${_holder} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+      target_compile_options(${_holder} PRIVATE -fPIE)
+    else()
+      add_library(${_holder} STATIC ${CMAKE_BINARY_DIR}/${_file})
+    endif()
+    target_link_libraries(${_holder} PUBLIC ${TORCH_LIBRARIES})
+    target_precompile_headers(${_holder} PRIVATE <torch/torch.h>)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${_holder})
 endfunction()
 
 # Files that include LibTorch spend most of their compile time instantiating the same templates

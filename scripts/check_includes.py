@@ -198,8 +198,8 @@ class Checker:
                     self.fail(path, line, f"(b) {lib} includes {target} of library {other}, which {lib} "
                               f"does not depend on (DEPS in CMakeLists.txt: {' '.join(self.libs[lib].deps) or '-'})")
 
-    def check_tools_file(self, path):
-        torch_free = os.path.basename(path).startswith(("cmd_", "cli."))
+    def check_tools_file(self, path, own="tools"):
+        torch_free = own == "tools" and os.path.basename(path).startswith(("cmd_", "cli."))
         for line, kind, spec in self.parse(path):
             if torch_free:
                 self.check_torch(path, line, kind, spec, "this part of the torch-free `frugal`")
@@ -207,8 +207,8 @@ class Checker:
             if target is None:
                 continue
             if not (target.startswith(self.rel("include", "frugal") + os.sep)
-                    or target.startswith("tools" + os.sep)):
-                self.fail(path, line, f"(d) tools include only the public API (include/frugal/) and "
+                    or target.startswith(own + os.sep)):
+                self.fail(path, line, f"(d) {own} include only the public API (include/frugal/) and "
                           f"their own headers, not {target}")
 
     def run(self):
@@ -226,6 +226,9 @@ class Checker:
             self.check_library_file(path, lib)
         for path in source_files(self.root, "tools"):
             self.check_tools_file(path)
+        # The Python binding is a front end as tools/ is: the public API only.
+        for path in source_files(self.root, "python"):
+            self.check_tools_file(path, own="python")
         return self.problems
 
 

@@ -18,12 +18,12 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}
 TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
-PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image webdataset timm pyarrow"
+PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image webdataset timm pyarrow scikit-build-core"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev libwebp-dev libgif-dev libtiff-dev
   libdeflate-dev libzstd-dev liblzma-dev libbz2-dev libxxhash-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format-14 clang-tidy-14 python3 python3-venv dataset-fashion-mnist"
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format-14 clang-tidy-14 python3 python3-venv python3-dev dataset-fashion-mnist"
 BUILD=${FRUGAL_BUILD:-build}
 DRY=${FRUGAL_SETUP_DRY_RUN:-0}
 [ "$DRY" = 0 ] && DRY=""

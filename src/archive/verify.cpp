@@ -5,6 +5,8 @@
 #include <new>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "archive/manifest.h"
 #include "archive/part_set.h"
 #include "frugal/archive/archive.h"
@@ -169,6 +171,18 @@ VerifyReport verify_archive(const std::filesystem::path& given, const ArchiveOpt
   report.is_zip = std::string(archive->format()) == "zip";
   verify_entries(*archive, report, threads);
   return report;
+}
+
+std::string verify_report_json(const VerifyReport& r) {
+  nlohmann::json bad = nlohmann::json::array();
+  for (const auto& b : r.bad) bad.push_back({{"name", b.name}, {"problem", b.problem}});
+  return nlohmann::json{{"ok", r.ok()},
+                        {"bad", std::move(bad)},
+                        {"parts_checked", r.parts_checked},
+                        {"entries_checked", r.entries_checked},
+                        {"bytes_checked", r.bytes_checked},
+                        {"entries_without_checksum", r.entries_without_checksum}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace frugal

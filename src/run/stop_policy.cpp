@@ -10,9 +10,16 @@ double seconds_between(Env::SteadyTime a, Env::SteadyTime b) { return std::chron
 
 }  // namespace
 
-StopPolicy::StopPolicy(Env& env, const std::optional<DeadlineSpec>& deadline)
+StopPolicy::StopPolicy(Env& env, const std::optional<DeadlineSpec>& deadline, Signals signals)
     : env_(env), step_clock_(env.steady_now()) {
   if (deadline) deadline_ = Deadline::start(*deadline, env_);
+  if (signals == Signals::caught_here) signals_.emplace();
+}
+
+bool StopPolicy::signalled() const { return signals_ ? signals_->stop_requested() : caller_signal_ != 0; }
+
+void StopPolicy::signal_arrived(int sig) {
+  if (caller_signal_ == 0) caller_signal_ = sig;
 }
 
 TimeBudget& StopPolicy::plan_for(const TimeBudget::Options& options) { return time_budget_.emplace(options); }
@@ -40,9 +47,10 @@ void StopPolicy::save_took(double seconds, bool waited) {
 }
 
 std::optional<StopReason> StopPolicy::before_step(bool eval_due) const {
-  if (signals_.stop_requested())
-    return StopReason{StopReason::Kind::signal,
-                      std::string("signal ") + SignalGuard::signal_name(signals_.signal_number())};
+  if (signalled())
+    return StopReason{
+        StopReason::Kind::signal,
+        std::string("signal ") + SignalGuard::signal_name(signals_ ? signals_->signal_number() : caller_signal_)};
   if (deadline_ && deadline_->should_stop_before_next_step(eval_due))
     return StopReason{StopReason::Kind::deadline, "deadline"};
   return std::nullopt;

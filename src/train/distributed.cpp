@@ -191,6 +191,11 @@ std::optional<DistEnv> dist_env() {
   return dist_env_from([](const char* n) { return std::getenv(n); });
 }
 
+RankWorld rank_world() {
+  const auto env = dist_env();
+  return env ? RankWorld{env->rank, env->world} : RankWorld{};
+}
+
 // The raw variables, unvalidated: deciding who prints and records an exit code must not fail
 // (dist_env() refuses a bad environment with its message, in the session).
 LaunchedAs launched_as() {

@@ -13,6 +13,7 @@
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint/weights_file.h"
 #include "frugal/data/loader.h"
+#include "frugal/dataset/train_val.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
 #include "frugal/data/gpu_loader.h"
@@ -120,9 +121,8 @@ class Session {
   fs::path run_dir_;
 
   // Made before training and constant during it: the run's rooms and resources.
-  RunIdentity identity_;           // built once the data and the world size are known
-  std::vector<fs::path> created_;  // folders this session made for the run, deepest first
-  std::optional<FileLock> lock_;   // on the run folder, held for the session's life (rank 0)
+  RunIdentity identity_;  // built once the data and the world size are known
+  RunFolderClaim claim_;  // the run folder: the folders made for it, its lock (rank 0), held for the session
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
   std::map<std::string, std::uint64_t> skipped_, val_skipped_;  // files left out, by reason (the outcome)
@@ -194,60 +194,18 @@ void Session::open_data() {
   d.exif_orientation = c_.exif_orientation;
   d.cache_decompressed = c_.cache_decompressed;
   if (c_.disk_budget) d.decompressed_max_bytes = c_.disk_budget.bytes;
-  DatasetOptions data_options = d;
-  data_options.root = c_.data_root;  // --data's alone: --val names its own folder
-  auto all = Dataset::open(c_.data, data_options);
-  classes_ = all->classes();
-  // Every file left out is counted by reason at the start, not found missing at the end.
-  auto say_used = [&](const std::string& path, const Dataset& ds) {
-    note(path + ": " + count(ds.size(), "image", "images") + " in " + count(ds.classes().size(), "class", "classes") +
-         "; skipped: " + ds.skipped().summary());
-  };
-  say_used(c_.data, *all);
-  const SkipReport skipped = all->skipped();
-  skipped_ = skipped.counts;
-  // One class trains to loss 0 and "100%" without learning anything.
-  if (classes_.size() < 2) {
-    std::string found = classes_.empty() ? std::string("no class") : "only class \"" + classes_[0] + "\"";
-    for (const auto& [name, why] : skipped.empty_classes)
-      found += "; class \"" + name + "\" had no image frugal reads: " + why;
-    fail(ErrorKind::invalid, c_.data, "images of at least 2 classes to train a classifier", found,
-         "add images of other classes (one folder per class, labels.csv or a label pattern)");
-  }
-  // A top level of train/ val/ test/: trained on train/, validated on the validation folder unless
-  // --val names other data; the split names are never classes.
-  const bool val_folder = c_.val.empty() && !all->validation_folder().empty();
-  if (!all->split_folder().empty())
-    note(c_.data + ": its top level is split folders: training on " + all->split_folder() +
-         (val_folder ? ", validating on " + all->validation_folder() : std::string()));
-  if (val_folder) {
-    d.channels = all->channels();
-    data_options.channels = d.channels;
-    data_options.split = SplitFolder::validation;
-    train_ = all;
-    val_ = Dataset::open(c_.data, data_options);
-    say_used(c_.data + ":" + all->validation_folder(), *val_);
-    val_skipped_ = val_->skipped().counts;
-    if (val_->classes() != classes_)
-      fail(ErrorKind::invalid, c_.data + ":" + all->validation_folder(), "the classes of " + all->split_folder(),
-           count(val_->classes().size(), "class", "classes") + ", not all matching",
-           "make the two folders hold the same classes, or give {val}");
-  } else if (!c_.val.empty()) {
-    d.channels = all->channels();
-    train_ = all;
-    val_ = Dataset::open(c_.val, d);
-    say_used(c_.val, *val_);
-    val_skipped_ = val_->skipped().counts;
-    if (val_->classes() != classes_)
-      fail(ErrorKind::invalid, c_.val, "the same classes as " + c_.data,
-           count(val_->classes().size(), "class", "classes") + ", not all matching",
-           "give a validation archive with the same class names");
-  } else {
-    double f = c_.val_split > 0 ? c_.val_split : 0.05;
-    std::tie(train_, val_) = all->split_val(f);
-    if (c_.val_split <= 0) note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
-  }
-  if (train_->size() == 0) fail(ErrorKind::invalid, c_.data, "training images", "none", "check {data}");
+  TrainValOptions o;
+  o.data = c_.data;
+  o.val = c_.val;
+  o.val_split = c_.val_split;
+  o.data_root = c_.data_root;
+  o.dataset = d;
+  TrainVal data = open_train_val(o);
+  train_ = std::move(data.train);
+  val_ = std::move(data.val);
+  classes_ = std::move(data.classes);
+  skipped_ = std::move(data.skipped);
+  val_skipped_ = std::move(data.val_skipped);
 }
 
 // --decode, once the device is known: `gpu` needs a CUDA device (else a usage error naming the
@@ -1072,47 +1030,10 @@ void Session::write_config() {
   write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }
 
-// Makes `dir` and its missing parents; returns the folders this process made, deepest first (one
-// that another process made at the same moment is not this one's to remove).
-std::vector<fs::path> make_folders(const fs::path& dir) {
-  std::error_code ec;
-  fs::path top = fs::absolute(dir, ec).lexically_normal();
-  if (!top.has_filename()) top = top.parent_path();  // "runs/a/"
-  std::vector<fs::path> missing;                     // deepest first
-  for (fs::path p = top; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-    missing.push_back(p);
-    if (p == p.parent_path()) break;
-  }
-  std::vector<fs::path> made;
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0777) == 0)
-      made.insert(made.begin(), *it);
-    else if (errno != EEXIST)
-      fail_errno("create folder", it->string(), errno);
-  }
-  return made;
-}
-
-// Two trainings of one run folder (a notebook cell run twice) would delete each other's
-// checkpoints and mix their metrics, and a folder of someone else's (a Hugging Face model folder)
-// would have its config.json and model replaced: the folder is made if missing, locked before
-// anything in it is read (the second process fails at once, exit 1, naming the first), and
-// refused when frugal did not make it (exit 2), before anything is written or --fresh removes
-// anything. Only rank 0 writes the run folder, so only rank 0 locks it.
+// The run folder is made, locked and refused when frugal did not make it (run_folder.h's
+// claim_run_folder); only rank 0 writes the run folder, so only rank 0 locks it.
 void Session::claim_run_folder() {
-  created_ = make_folders(run_dir_);
-  if (dist_env_ && dist_env_->rank != 0) return;
-  lock_.emplace(FileLock::lock(run_dir_, "training into this run folder"));
-  const RunFolderOwner owner = run_folder_owner(run_dir_);
-  if (owner.kind != RunFolderOwner::Kind::foreign) return;
-  std::string found;
-  for (const auto& r : owner.reasons) found += (found.empty() ? "" : "; ") + r;
-  if (owner.foreign > owner.reasons.size())
-    found += "; and " + std::to_string(owner.foreign - owner.reasons.size()) + " more";
-  fail(ErrorKind::usage, run_dir_.string(), "a new or empty folder, or a run folder frugal made",
-       "a folder frugal did not make (" + found + ")",
-       "train into a new or empty folder (e.g. runs/NAME); frugal would replace or delete files here; nothing was "
-       "changed");
+  claim_ = frugal::claim_run_folder(run_dir_, !dist_env_ || dist_env_->rank == 0, "training into this run folder");
 }
 
 SessionOutcome Session::execute() {
@@ -1122,8 +1043,7 @@ SessionOutcome Session::execute() {
     // Refused before training started: leave no folder behind that this run made (only empty
     // ones go; rmdir refuses anything else). The lock is still held, so no other training has
     // begun to use the folder.
-    if (!writing_)
-      for (const auto& p : created_) ::rmdir(p.c_str());
+    if (!writing_) claim_.undo();
     throw;
   }
 }

@@ -28,14 +28,7 @@ int cmd_verify(int argc, char** argv) {
 
   const VerifyReport r = verify_archive(archive_path, options, threads);
   if (json) {
-    nlohmann::json bad = nlohmann::json::array();
-    for (const auto& b : r.bad) bad.push_back({{"name", b.name}, {"problem", b.problem}});
-    print_json({{"ok", r.ok()},
-                {"bad", std::move(bad)},
-                {"parts_checked", r.parts_checked},
-                {"entries_checked", r.entries_checked},
-                {"bytes_checked", r.bytes_checked},
-                {"entries_without_checksum", r.entries_without_checksum}});
+    print_json(nlohmann::json::parse(verify_report_json(r)));
   } else {
     for (const auto& b : r.bad) std::printf("BAD  %s: %s\n", printable(b.name).c_str(), printable(b.problem).c_str());
     std::printf("%s: %s, %s, %s checked; %s\n", printable(archive_path).c_str(),

@@ -221,6 +221,9 @@ struct VerifyReport {
 VerifyReport verify_archive(const std::filesystem::path& path, const ArchiveOptions& options = {},
                             unsigned threads = 0);
 void verify_entries(const Archive& archive, VerifyReport& report, unsigned threads = 0);
+// The report as `verify --json` prints it (docs/cli.md), one compact JSON document: every front
+// end's verify result spelled once.
+std::string verify_report_json(const VerifyReport& report);
 
 // ---- extract (`frugal extract`) ----
 // What to do with a file that is already where an entry goes (and is not that entry already).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "frugal/checkpoint_files/checkpoint_files.h"
+#include "frugal/util/fs.h"
 
 namespace frugal {
 
@@ -75,5 +76,25 @@ RunFolderOwner run_folder_owner(const std::filesystem::path& dir);
 // config.json, with the file it came from. Any other value is Error(invalid) naming file and key.
 std::optional<std::pair<std::uint64_t, std::filesystem::path>> budget_from_runs(
     const std::vector<std::filesystem::path>& runs);
+
+// A run folder taken for one training (every front end: the CLI's session, Python's Checkpointer).
+// Two trainings of one run folder (a notebook cell run twice) would delete each other's
+// checkpoints and mix their metrics, and a folder of someone else's (a Hugging Face model folder)
+// would have its config.json and model replaced: the folder is made if missing, locked before
+// anything in it is read (the second process fails at once, Error(io), exit 1, naming the first),
+// and refused with Error(usage) (exit 2) when frugal did not make it, before anything is written.
+// `lock` false (a rank other than 0, which never writes the folder): only made.
+struct RunFolderClaim {
+  std::vector<std::filesystem::path> created;  // folders made for it, deepest first
+  std::optional<FileLock> lock;                // held for the training's life
+  // Refused before anything was written: removes the folders this claim made that are still
+  // empty (rmdir refuses anything else). The lock is still held, so nothing else uses them.
+  void undo() const;
+};
+RunFolderClaim claim_run_folder(const std::filesystem::path& run, bool lock, const std::string& doing);
+
+// Makes `dir` and its missing parents; returns the folders this process made, deepest first (one
+// that another process made at the same moment is not this one's to remove).
+std::vector<std::filesystem::path> make_folders(const std::filesystem::path& dir);
 
 }  // namespace frugal

@@ -33,9 +33,13 @@ struct StopReason {
 // deadline follows the newest, the plan averages over a window).
 class StopPolicy {
  public:
+  // Who catches SIGTERM, SIGINT, SIGHUP and SIGUSR1: this policy (a SignalGuard, one at a time: the
+  // CLI), or the caller, who reports them with signal_arrived() (the Python front end, whose
+  // handlers must run in Python so that a notebook's interrupt keeps working).
+  enum class Signals { caught_here, from_caller };
   // Starts the deadline now: the session makes its policy first, so the deadline counts from the
-  // command's start. Signals are caught from here on (SignalGuard: one at a time).
-  StopPolicy(Env& env, const std::optional<DeadlineSpec>& deadline);
+  // command's start.
+  StopPolicy(Env& env, const std::optional<DeadlineSpec>& deadline, Signals signals = Signals::caught_here);
   StopPolicy(const StopPolicy&) = delete;
   StopPolicy& operator=(const StopPolicy&) = delete;
 
@@ -61,22 +65,26 @@ class StopPolicy {
   // Before each step: a signal arrived, or one more step, a save (and the evaluation when
   // `eval_due`) would not end before the deadline with its margin.
   std::optional<StopReason> before_step(bool eval_due) const;
-  bool signalled() const { return signals_.stop_requested(); }
+  bool signalled() const;
+  // Signals::from_caller: `sig` arrived (the first one counts).
+  void signal_arrived(int sig);
   // After the session's first step: Error(budget) when the whole deadline cannot hold one step
   // and a save (nothing has been written yet).
   void check_fits_first_step() const;
   // Before training: Error(budget) when the deadline has passed (resolving data and model took it).
   void check_time_left() const;
 
-  SignalGuard& signals() { return signals_; }
+  // Signals::caught_here only (tests simulate a signal through it).
+  SignalGuard& signals() { return *signals_; }
 
  private:
   Env& env_;
   std::optional<Deadline> deadline_;
   std::optional<TimeBudget> time_budget_;
-  SignalGuard signals_;
-  Env::SteadyTime step_clock_;  // the last step's end, or the loop's (re)start
-  double whole_save_ = -1;      // the longest save waited for whole in this session; -1: none yet
+  std::optional<SignalGuard> signals_;  // Signals::caught_here
+  int caller_signal_ = 0;               // Signals::from_caller: the first signal reported
+  Env::SteadyTime step_clock_;          // the last step's end, or the loop's (re)start
+  double whole_save_ = -1;              // the longest save waited for whole in this session; -1: none yet
 };
 
 }  // namespace frugal

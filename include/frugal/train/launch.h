@@ -15,6 +15,14 @@ struct LaunchedAs {
 };
 LaunchedAs launched_as();
 
+// This process's place among the ranks torchrun started ({0, 1} without torchrun), validated as
+// the process group reads it: Error(usage) naming the variable when one is missing or out of range.
+struct RankWorld {
+  int rank = 0;
+  int world = 1;
+};
+RankWorld rank_world();
+
 // {nproc} N: runs `torchrun --standalone --nproc-per-node N` on this same program's `train` with
 // `rank_args` (what each rank is to read: the front end leaves out nproc itself, else every rank
 // would launch ranks of its own), and returns the exit code rank 0 recorded (record_rank0_exit),

@@ -2,6 +2,7 @@
 // the disk budget it asks for. Every file here may be anything (a FIFO, a link out, /dev/zero): it
 // is read only when it is a regular file in the folder, and only up to a size cap.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -233,6 +234,51 @@ RunFolderOwner run_folder_owner(const fs::path& dir) {
     foreign(std::string(kMetricsFile) + " without a frugal config.json or checkpoint beside it");
   if (out.kind != RunFolderOwner::Kind::foreign) out.kind = RunFolderOwner::Kind::frugal;
   return out;
+}
+
+std::vector<std::filesystem::path> make_folders(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::path top = std::filesystem::absolute(dir, ec).lexically_normal();
+  if (!top.has_filename()) top = top.parent_path();  // "runs/a/"
+  std::vector<std::filesystem::path> missing;        // deepest first
+  for (std::filesystem::path p = top; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  std::vector<std::filesystem::path> made;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0)
+      made.insert(made.begin(), *it);
+    else if (errno != EEXIST)
+      fail_errno("create folder", it->string(), errno);
+  }
+  return made;
+}
+
+void RunFolderClaim::undo() const {
+  for (const auto& p : created) ::rmdir(p.c_str());
+}
+
+RunFolderClaim claim_run_folder(const std::filesystem::path& run, bool lock, const std::string& doing) {
+  RunFolderClaim claim;
+  claim.created = make_folders(run);
+  if (!lock) return claim;
+  try {
+    claim.lock.emplace(FileLock::lock(run, doing));
+    const RunFolderOwner owner = run_folder_owner(run);
+    if (owner.kind != RunFolderOwner::Kind::foreign) return claim;
+    std::string found;
+    for (const auto& r : owner.reasons) found += (found.empty() ? "" : "; ") + r;
+    if (owner.foreign > owner.reasons.size())
+      found += "; and " + std::to_string(owner.foreign - owner.reasons.size()) + " more";
+    fail(ErrorKind::usage, run.string(), "a new or empty folder, or a run folder frugal made",
+         "a folder frugal did not make (" + found + ")",
+         "train into a new or empty folder (e.g. runs/NAME); frugal would replace or delete files here; nothing was "
+         "changed");
+  } catch (...) {
+    claim.undo();
+    throw;
+  }
 }
 
 }  // namespace frugal

@@ -1,0 +1,483 @@
+"""frugal in your own training loop: its fast loader and its safe checkpoints.
+
+    import frugal
+    loader = frugal.Loader("photos.zip", batch_size=64, image_size=224, device="cuda")
+    ckpt = frugal.Checkpointer("runs/mine", disk_budget="4G", keep_last=2, deadline="7h40m")
+    step = ckpt.restore(model, optimizer, loader=loader) or 0
+    for images, labels in loader: ...
+
+The work is done by frugal's C++ core (the library the `frugal` command runs), bound thinly here;
+docs/python.md is the guide. Errors are frugal.Error (a RuntimeError) with .kind and .exit_code.
+"""
+
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import weakref
+
+import torch  # first: frugal._core uses the LibTorch that this torch has loaded
+
+from . import _build_info
+
+if torch.__version__ != _build_info.torch_version:
+    raise ImportError(
+        f"frugal was built against torch {_build_info.torch_version}, but this Python has torch "
+        f"{torch.__version__}; rebuild it against this one: pip install --no-build-isolation "
+        f"--force-reinstall {_build_info.source_dir} (or `make python` in that checkout)")
+
+# The parquet reader is a plugin beside the module in an installed package (the build tree's
+# module knows where its own is).
+_plugin = os.path.join(os.path.dirname(__file__), "libfrugal_arrow_parquet.so")
+if os.path.exists(_plugin):
+    os.environ.setdefault("FRUGAL_PARQUET_PLUGIN", _plugin)
+
+from . import _core  # noqa: E402
+
+__version__ = _build_info.frugal_version
+Error = _core.Error
+#: The exit code of a training stopped resumable (deadline, signal), as the CLI's.
+EXIT_RESUMABLE = 75
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+__all__ = ["Loader", "Checkpointer", "split", "join", "verify", "Error", "EXIT_RESUMABLE"]
+
+
+def _text(v):
+    return "" if v is None else os.fspath(v)
+
+
+class Loader:
+    """Batches of DATA decoded and augmented by frugal's C++ threads.
+
+    DATA is anything `frugal train` reads: a zip, a split set (its manifest or first part), a folder,
+    a tar, WebDataset shards, parquet. Iterating gives (images, labels): images uint8 N×C×H×W on
+    `device` (float, ImageNet mean/std, when normalize=True), labels int64 N. Each pass of `for` is
+    one epoch; len(loader) is its batch count.
+
+    The order is a function of (seed, epoch) and each sample's augmentation of (seed, epoch, sample),
+    so batches do not depend on `workers`, and state_dict()/load_state_dict() resume mid-epoch
+    exactly. With `subset="val"` it reads the validation samples: a stable `val_split` of DATA (the
+    same on every run), DATA's val/ folder when its top level is train/ val/ test/, or `val`.
+
+    Under torchrun (or with rank/world_size) each rank reads its own part of every global batch of
+    batch_size × world_size samples, as `frugal train` shares data.
+
+    This is one iterator with its own C++ threads, not a torch.utils.data.Dataset: do not wrap it in
+    a DataLoader. Its threads do not survive fork() (torchcodec#766, decord#294), so it refuses to
+    run in a forked process such as a DataLoader worker; use it in the main process in place of the
+    DataLoader. While it waits for a batch the GIL is released.
+    """
+
+    def __init__(self, data, batch_size=64, image_size=224, train=True, seed=0, workers=2, val_split=0.0,
+                 subset="train", device="cpu", rank=None, world_size=None, *, normalize=False, val=None,
+                 shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
+                 images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
+                 prefetch=4):
+        info = torch.utils.data.get_worker_info()
+        if info is not None:
+            raise Error("frugal.Loader: expected the main process, found DataLoader worker "
+                        f"{info.id}; a frugal.Loader is one iterator with its own threads: iterate it "
+                        "in place of the DataLoader, not inside one")
+        self.device = torch.device(device)
+        self.normalize = normalize
+        self._core = _core.Loader(
+            data=_text(data), val=_text(val), val_split=float(val_split), subset=subset,
+            data_root=_text(data_root), labels=_text(labels), label_pattern=_text(label_pattern),
+            label_columns=_text(label_columns), images_dir=_text(images_dir), class_names=_text(class_names),
+            channels=channels, max_bad_fraction=max_bad_fraction, batch_size=batch_size, image_size=image_size,
+            train=train, seed=seed, workers=workers, shuffle=train if shuffle is None else shuffle,
+            drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
+            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size)
+        self.batch_size = batch_size
+        self.image_size = image_size
+        self.train = train
+        self.seed = seed
+        self._epoch = 0
+        self._position = 0
+        self._in_flight = None  # the previous batch's host tensors and its copy's event (CUDA)
+
+    @property
+    def classes(self):
+        """Class names; label i is classes[i]."""
+        return list(self._core.classes)
+
+    @property
+    def channels(self):
+        return self._core.channels
+
+    @property
+    def rank(self):
+        return self._core.rank
+
+    @property
+    def world_size(self):
+        return self._core.world
+
+    @property
+    def num_samples(self):
+        """Samples in this subset (all ranks together)."""
+        return self._core.size
+
+    @property
+    def epoch(self):
+        return self._epoch
+
+    def __len__(self):
+        return self._core.batches_per_epoch
+
+    def state_dict(self):
+        """Where the next batch comes from: the epoch and the position in its order."""
+        return {"epoch": self._epoch, "position": self._position, "seed": self.seed,
+                "global_batch": self.batch_size * self.world_size}
+
+    def load_state_dict(self, state):
+        self._epoch = int(state["epoch"])
+        self._position = int(state["position"])
+
+    def set_epoch(self, epoch):
+        """Starts the next pass at the beginning of `epoch`."""
+        self._epoch, self._position = int(epoch), 0
+
+    def __iter__(self):
+        epoch = self._epoch
+        self._core.start(epoch, self._position)
+        batch = self._core.next()
+        if batch is None and self._position > 0:  # left at the end of an epoch: the next one
+            epoch, self._epoch, self._position = epoch + 1, epoch + 1, 0
+            self._core.start(epoch, 0)
+            batch = self._core.next()
+        while batch is not None:
+            images, labels, _, position = batch
+            self._position = position
+            yield self._deliver(images, labels)
+            batch = self._core.next()
+        self._epoch, self._position = epoch + 1, 0
+
+    def _deliver(self, images, labels):
+        if self.device.type == "cuda":
+            # Pinned host batches copied without blocking; a host batch is handed back to the
+            # loader (which reuses its memory) only once its copy has finished.
+            previous = self._in_flight
+            images_d = images.to(self.device, non_blocking=True)
+            labels_d = labels.to(self.device, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            self._in_flight = (images, labels, event)
+            if previous is not None:
+                previous[2].synchronize()
+            images, labels = images_d, labels_d
+        elif self.device.type != "cpu":
+            images, labels = images.to(self.device), labels.to(self.device)
+        if self.normalize:
+            images = _core.normalize(images, list(IMAGENET_MEAN), list(IMAGENET_STD))
+        return images, labels
+
+
+# ---- Checkpoints: what a Python loop's state is, as tensors and JSON --------------------------------
+
+class _Flat:
+    """Python state as JSON with its tensors named apart (safetensors holds the tensors)."""
+
+    def __init__(self):
+        self.tensors = {}
+
+    def encode(self, obj, path):
+        if isinstance(obj, torch.Tensor):
+            self.tensors[path] = obj.detach()
+            return {"__tensor__": path}
+        if type(obj).__module__ == "numpy":
+            import numpy as np
+            if isinstance(obj, np.ndarray):
+                dtype = str(obj.dtype)
+                t = torch.from_numpy(obj.astype(np.int64) if obj.dtype == np.uint32 else np.array(obj))
+                self.tensors[path] = t
+                return {"__ndarray__": path, "dtype": dtype}
+            return self.encode(obj.item(), path)
+        if isinstance(obj, dict):
+            return {"__dict__": [[self.encode(k, f"{path}.k{i}"), self.encode(v, f"{path}.{k}")]
+                                 for i, (k, v) in enumerate(obj.items())]}
+        if isinstance(obj, tuple):
+            return {"__tuple__": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+        if isinstance(obj, list):
+            return [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        raise Error(f"frugal.Checkpointer: {path}: expected tensors, numbers, strings, lists and dicts, found "
+                    f"{type(obj).__name__}; save it yourself or leave it out")
+
+
+def _decode(obj, tensors):
+    if isinstance(obj, list):
+        return [_decode(v, tensors) for v in obj]
+    if isinstance(obj, dict):
+        if "__tensor__" in obj:
+            return tensors[obj["__tensor__"]]
+        if "__ndarray__" in obj:
+            return tensors[obj["__ndarray__"]].numpy().astype(obj["dtype"])
+        if "__tuple__" in obj:
+            return tuple(_decode(v, tensors) for v in obj["__tuple__"])
+        if "__dict__" in obj:
+            return {_decode(k, tensors): _decode(v, tensors) for k, v in obj["__dict__"]}
+    return obj
+
+
+def _param_names(optimizer, model):
+    """Names of the optimizer's parameters in its state_dict() order (the model's where it has them)."""
+    by_id = {id(p): n for n, p in model.named_parameters()} if model is not None else {}
+    names = []
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            names.append(by_id.get(id(p), f"param{len(names)}"))
+    return names
+
+
+def _encode_optimizer(optimizer, model, flat):
+    sd = optimizer.state_dict()
+    names = _param_names(optimizer, model)
+    state = [[i, flat.encode(s, f"optim.{names[i] if i < len(names) else i}")] for i, s in sd["state"].items()]
+    return {"state": state, "param_groups": flat.encode(sd["param_groups"], "optim.groups")}
+
+
+def _decode_optimizer(enc, tensors):
+    return {"state": {int(i): _decode(s, tensors) for i, s in enc["state"]},
+            "param_groups": _decode(enc["param_groups"], tensors)}
+
+
+def _rng_state(flat):
+    state = {"torch": flat.encode(torch.get_rng_state(), "rng.torch"), "python": flat.encode(random.getstate(), "rng.python")}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = flat.encode(torch.cuda.get_rng_state_all(), "rng.cuda")
+    np = sys.modules.get("numpy")
+    if np is not None:
+        state["numpy"] = flat.encode(np.random.get_state(), "rng.numpy")
+    return state
+
+
+def _set_rng_state(state, tensors):
+    torch.set_rng_state(_decode(state["torch"], tensors))
+    random.setstate(_decode(state["python"], tensors))
+    if "cuda" in state and torch.cuda.is_available():
+        states = _decode(state["cuda"], tensors)
+        for i, s in enumerate(states[:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(s, i)
+    if "numpy" in state:
+        import numpy as np
+        np.random.set_state(_decode(state["numpy"], tensors))
+
+
+def _state_bytes_estimate(model, optimizer):
+    """Bytes the optimizer's state will take: what it holds, or before its first step (Adam and the
+    like create theirs then) two tensors per parameter for optimizers with betas, one with momentum."""
+    if optimizer is None:
+        return 0
+    held = sum(v.nbytes for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor))
+    if held:
+        return held
+    total = 0
+    for group in optimizer.param_groups:
+        per = 2 if "betas" in group else (1 if group.get("momentum", 0) else 0)
+        total += per * sum(p.nbytes for p in group["params"])
+    return total
+
+
+_SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1")) if s]
+
+
+class Checkpointer:
+    """Crash-safe checkpoints of a Python training loop in a frugal run folder.
+
+    Each save is a safetensors file written in the background, published by an atomic rename and
+    checksummed, so a session killed at any moment leaves the previous checkpoint intact; restore()
+    takes the newest one that verifies. The model's tensors keep its state_dict() names, so
+    `model.load_state_dict(safetensors.torch.load_file(ckpt))` works without frugal; `frugal du` and
+    `frugal clean` know the folder. keep_last checkpoints are kept; disk_budget ("4G") bounds what
+    the run folder's workspace (its parent folder) may hold, checked before training.
+
+    deadline ("7h40m", or "HH:MM") and SIGTERM/SIGINT/SIGHUP/SIGUSR1 make should_stop() true: call
+    it once per step; it measures what a step costs (batch wait included) and what a save costs, and
+    says stop while one more step and a save still end before the deadline. A second signal acts as
+    it would have without frugal (KeyboardInterrupt in Jupyter). The previous handlers come back on
+    close() or at the end of a `with` block. Under torchrun only rank 0 writes.
+    """
+
+    def __init__(self, run, disk_budget=None, keep_last=2, deadline=None, *, workspace=None, rank=None,
+                 signals=True):
+        if rank is None:
+            rank = _core.rank_world()[0]
+        self.rank = rank
+        self._core = _core.Checkpointer(run=os.fspath(run), disk_budget=disk_budget, keep_last=keep_last,
+                                        deadline=deadline, workspace=None if workspace is None else os.fspath(workspace),
+                                        writes=rank == 0)
+        self._previous = {}
+        self._signal = None
+        self._prepared = False
+        self._saved_step = None
+        if signals:
+            self._install_signals()
+
+    @property
+    def run(self):
+        return self._core.run
+
+    # -- signals --
+    def _install_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            print("frugal: warning: Checkpointer made outside the main thread: signals are not caught "
+                  "(should_stop() follows the deadline only)", file=sys.stderr)
+            return
+        me = weakref.WeakMethod(self._on_signal)
+
+        def handler(sig, frame):
+            method = me()
+            if method is not None:
+                method(sig, frame)
+
+        for sig in _SIGNALS:
+            self._previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, handler)
+
+    def _on_signal(self, sig, frame):
+        if self._signal is None:
+            self._signal = sig
+            self._core.signal_arrived(sig)
+            print(f"frugal: {signal.Signals(sig).name}: the loop stops saved at its next should_stop(); send it "
+                  "again to stop at once", file=sys.stderr, flush=True)
+            return
+        previous = self._previous.get(sig, signal.SIG_DFL)
+        self._restore_signals()
+        if callable(previous):
+            previous(sig, frame)
+        elif previous != signal.SIG_IGN:
+            signal.raise_signal(sig)
+
+    def _restore_signals(self):
+        previous, self._previous = self._previous, {}
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    # -- checkpoints --
+    def restore(self, model, optimizer=None, scheduler=None, scaler=None, loader=None):
+        """Brings back the newest checkpoint, bitwise: the model, the optimizer's state, the scheduler,
+        the GradScaler, the loader's position and the random states (torch CPU and CUDA, Python's
+        random, NumPy's global one). Returns its step, or None when the run folder has none.
+
+        Call it before training, also in a new run: it checks that the disk (and disk_budget) can keep
+        the run resumable, raising frugal.Error (kind "budget") with nothing written when it cannot."""
+        weight_bytes = sum(t.nbytes for t in model.state_dict().values())
+        state_bytes = _state_bytes_estimate(model, optimizer) + (1 << 16)
+        self._core.prepare(weight_bytes, state_bytes)
+        self._prepared = True
+        found = self._core.load_latest()
+        if found is None:
+            self._core.restart_step_clock()
+            return None
+        self._saved_step = found["step"]
+        tensors = found["state"]
+        py_state = json.loads(found["extra"].get("python.state", b"{}").decode())
+        model.load_state_dict(found["weights"])
+        if optimizer is not None and "optimizer" in py_state:
+            optimizer.load_state_dict(_decode_optimizer(py_state["optimizer"], tensors))
+        if scheduler is not None and "scheduler" in py_state:
+            scheduler.load_state_dict(_decode(py_state["scheduler"], tensors))
+        if scaler is not None and "scaler" in py_state:
+            scaler.load_state_dict(_decode(py_state["scaler"], tensors))
+        if loader is not None:
+            loader.load_state_dict(json.loads(found["loader"]))
+        if "rng" in py_state:
+            _set_rng_state(py_state["rng"], tensors)
+        print(f"frugal: resumed {self.run} at step {found['step']} ({os.path.basename(found['file'])})",
+              file=sys.stderr)
+        self._core.restart_step_clock()
+        return found["step"]
+
+    def save(self, step, model, optimizer=None, scheduler=None, scaler=None, loader=None, metrics=None):
+        """Saves in the background (the loop waits only while the tensors are copied to host memory):
+        atomic, checksummed, within the disk budget; keep_last newest are kept. An error of the
+        previous save is raised here or by wait()."""
+        if step == self._saved_step:  # saved already (a cadence save, then a stop at the same step)
+            return
+        if not self._prepared:
+            raise Error("frugal.Checkpointer.save: expected restore() before the first save (it checks "
+                        "the disk and finds where to resume)")
+        flat = _Flat()
+        py_state = {"rng": _rng_state(flat)}
+        if optimizer is not None:
+            py_state["optimizer"] = _encode_optimizer(optimizer, model, flat)
+        if scheduler is not None:
+            py_state["scheduler"] = flat.encode(scheduler.state_dict(), "scheduler")
+        if scaler is not None:
+            py_state["scaler"] = flat.encode(scaler.state_dict(), "scaler")
+        metrics = {k: float(v) for k, v in (metrics or {}).items()}
+        cls = type(model)
+        extra = {"python.state": json.dumps(py_state), "python.module": f"{cls.__module__}.{cls.__qualname__}"}
+        info = {"name": "python", "classes": loader.classes if loader is not None else [],
+                "image_size": loader.image_size if loader is not None else 0,
+                "channels": loader.channels if loader is not None else 0,
+                "mean": list(IMAGENET_MEAN) if loader is not None and loader.normalize else [],
+                "std": list(IMAGENET_STD) if loader is not None and loader.normalize else []}
+        weights = {k: v.detach() for k, v in model.state_dict().items()}
+        self._saved_step = step
+        self._core.save(step=int(step), epoch=loader.epoch if loader is not None else 0, weights=weights,
+                        state=flat.tensors, loader=json.dumps(loader.state_dict() if loader is not None else {}),
+                        metrics=json.dumps(metrics), extra=extra, model=info)
+
+    def should_stop(self):
+        """True when the loop should save and stop now: a signal arrived, or the deadline leaves room for
+        no more than a save. Call once per step (it measures the steps between calls)."""
+        self._core.step_ended()
+        reason = self._core.should_stop()
+        if reason is not None and not getattr(self, "_said_stop", False):
+            self._said_stop = True
+            print(f"frugal: stopping at the {reason}: save, wait() and exit {EXIT_RESUMABLE}; rerun to resume",
+                  file=sys.stderr, flush=True)
+        return reason is not None
+
+    def wait(self):
+        """Waits for the pending save; returns what the last save did ({"status", "file", "bytes", ...})."""
+        return self._core.wait()
+
+    @property
+    def resumable_step(self):
+        """Step of the newest checkpoint written or restored (what a rerun resumes from), or None."""
+        return self._core.resumable_step()
+
+    def close(self):
+        """Waits for the pending save, gives the run folder back and restores the signal handlers."""
+        self._restore_signals()
+        return self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self._restore_signals()
+        except Exception:
+            pass
+
+
+# ---- Archives ------------------------------------------------------------------------------------
+
+def split(path, size="1000M", out=None):
+    """Cuts a file into parts of `size` with a SHA-256 manifest (as `frugal split`); returns the
+    manifest's path, the parts and their hashes."""
+    return _core.split(path=os.fspath(path), size=str(size), out=_text(out))
+
+
+def join(manifest, out=None, delete_parts=False):
+    """Joins a split set back, verified part by part, resumable (as `frugal join`)."""
+    return _core.join(manifest=os.fspath(manifest), out=_text(out), delete_parts=delete_parts)
+
+
+def verify(path, threads=0):
+    """Checks an archive or split set (as `frugal verify --json`): {"ok", "bad", ...}."""
+    return json.loads(_core.verify(path=os.fspath(path), threads=threads))

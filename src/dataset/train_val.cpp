@@ -1,0 +1,71 @@
+#include "frugal/dataset/train_val.h"
+
+#include <tuple>
+
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "frugal/util/units.h"
+
+namespace frugal {
+
+TrainVal open_train_val(const TrainValOptions& o) {
+  TrainVal out;
+  DatasetOptions d = o.dataset;
+  DatasetOptions data_options = d;
+  data_options.root = o.data_root;  // --data's alone: --val names its own folder
+  auto all = Dataset::open(o.data, data_options);
+  out.classes = all->classes();
+  // Every file left out is counted by reason at the start, not found missing at the end.
+  auto say_used = [&](const std::string& path, const Dataset& ds) {
+    note(path + ": " + count_of(ds.size(), "image") + " in " + count_of(ds.classes().size(), "class", "classes") +
+         "; skipped: " + ds.skipped().summary());
+  };
+  say_used(o.data, *all);
+  const SkipReport skipped = all->skipped();
+  out.skipped = skipped.counts;
+  // One class trains to loss 0 and "100%" without learning anything.
+  if (out.classes.size() < 2) {
+    std::string found = out.classes.empty() ? std::string("no class") : "only class \"" + out.classes[0] + "\"";
+    for (const auto& [name, why] : skipped.empty_classes)
+      found += "; class \"" + name + "\" had no image frugal reads: " + why;
+    fail(ErrorKind::invalid, o.data, "images of at least 2 classes to train a classifier", found,
+         "add images of other classes (one folder per class, labels.csv or a label pattern)");
+  }
+  // A top level of train/ val/ test/: trained on train/, validated on the validation folder unless
+  // --val names other data; the split names are never classes.
+  const bool val_folder = o.val.empty() && !all->validation_folder().empty();
+  if (!all->split_folder().empty())
+    note(o.data + ": its top level is split folders: training on " + all->split_folder() +
+         (val_folder ? ", validating on " + all->validation_folder() : std::string()));
+  if (val_folder) {
+    d.channels = all->channels();
+    data_options.channels = d.channels;
+    data_options.split = SplitFolder::validation;
+    out.train = all;
+    out.val = Dataset::open(o.data, data_options);
+    say_used(o.data + ":" + all->validation_folder(), *out.val);
+    out.val_skipped = out.val->skipped().counts;
+    if (out.val->classes() != out.classes)
+      fail(ErrorKind::invalid, o.data + ":" + all->validation_folder(), "the classes of " + all->split_folder(),
+           count_of(out.val->classes().size(), "class", "classes") + ", not all matching",
+           "make the two folders hold the same classes, or give {val}");
+  } else if (!o.val.empty()) {
+    d.channels = all->channels();
+    out.train = all;
+    out.val = Dataset::open(o.val, d);
+    say_used(o.val, *out.val);
+    out.val_skipped = out.val->skipped().counts;
+    if (out.val->classes() != out.classes)
+      fail(ErrorKind::invalid, o.val, "the same classes as " + o.data,
+           count_of(out.val->classes().size(), "class", "classes") + ", not all matching",
+           "give a validation archive with the same class names");
+  } else {
+    double f = o.val_split > 0 ? o.val_split : 0.05;
+    std::tie(out.train, out.val) = all->split_val(f);
+    if (o.val_split <= 0) note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
+  }
+  if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
+  return out;
+}
+
+}  // namespace frugal
