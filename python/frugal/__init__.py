@@ -285,6 +285,20 @@ def _state_bytes_estimate(model, optimizer):
     return total
 
 
+def _group_size():
+    d = torch.distributed
+    return d.get_world_size() if d.is_available() and d.is_initialized() else 1
+
+
+def _any_rank(flag):
+    """Whether `flag` is true on any rank of the default process group (NCCL reduces CUDA tensors)."""
+    d = torch.distributed
+    device = torch.device("cuda", torch.cuda.current_device()) if d.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    d.all_reduce(t, op=d.ReduceOp.MAX)
+    return bool(t.item())
+
+
 _SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1")) if s]
 
 
@@ -428,14 +442,24 @@ class Checkpointer:
 
     def should_stop(self):
         """True when the loop should save and stop now: a signal arrived, or the deadline leaves room for
-        no more than a save. Call once per step (it measures the steps between calls)."""
+        no more than a save. Call once per step (it measures the steps between calls).
+
+        Under torch.distributed (a process group initialized, more than one rank) the ranks agree:
+        it is true on every rank when it is on any (one all-reduce per call, so every rank must call
+        it at every step), so they all stop after the same step."""
         self._core.step_ended()
         reason = self._core.should_stop()
-        if reason is not None and not getattr(self, "_said_stop", False):
+        stop = reason is not None
+        if _group_size() > 1:
+            everyone = _any_rank(stop)
+            if everyone and not stop:
+                reason = "stop of another rank"
+            stop = everyone
+        if stop and not getattr(self, "_said_stop", False):
             self._said_stop = True
             print(f"frugal: stopping at the {reason}: save, wait() and exit {EXIT_RESUMABLE}; rerun to resume",
                   file=sys.stderr, flush=True)
-        return reason is not None
+        return stop
 
     def wait(self):
         """Waits for the pending save; returns what the last save did ({"status", "file", "bytes", ...})."""

@@ -26,3 +26,26 @@ def test_two_ranks_under_torchrun_see_each_sample_once_per_epoch(tmp_path):
         total = total or len(a) + len(b)
         assert len(a) + len(b) == total and sorted(a + b) == sorted(set(a + b))
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1], "the two epochs had the same order"
+
+
+def test_a_signal_to_one_rank_stops_every_rank_after_the_same_step(tmp_path):
+    import signal
+    import time
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE] + [p for p in sys.path if p]))
+    out = tmp_path / "stop"
+    p = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          os.path.join(HERE, "torchrun_stop.py"), str(tmp_path / "run"), str(out)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "stop.1.pid"
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)  # some steps
+    assert p.poll() is None, "the ranks ended before the signal"
+    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    ranks = [json.load(open(tmp_path / f"stop.{i}.json")) for i in range(2)]
+    assert [r["code"] for r in ranks] == [75, 75], err[-2000:]
+    assert ranks[0]["step"] == ranks[1]["step"] < 2000
+    assert "stop of another rank" in err and "signal SIGTERM" in err
