@@ -20,6 +20,10 @@
 #   grad_checkpoint   cnn --amp fp16 --deterministic: --grad-checkpoint's losses equal plain ones
 #   resume_exact      efficientnet_b0 stopped (SIGTERM, saved) and resumed ends bitwise where an
 #                     uninterrupted run ends (weights and optimizer state)
+#   python_cuda       tests/python/test_cuda.py with the carried Python module (.gpu-carry/python):
+#                     frugal.Loader(device="cuda") batches equal the CPU's, the CUDA generator's
+#                     state comes back with a Checkpointer (needs that machine's Python to be the
+#                     one the module was built for; else the phase says so and fails)
 # Figures besides: nccl_overhead (resnet18, one rank of an NCCL group against no group: <= 3%).
 # The train phases force --amp fp16: an H200 would pick bf16 and never run the loss scaler.
 #
@@ -300,11 +304,22 @@ max_batch() {
   "$bindir/gpu_train_step" resnet50 512 224 max 16G > "$OUT/.maxbatch.json" && cat "$OUT/.maxbatch.json"
 }
 
+# The Python package's CUDA tests, on the module built here (gpu-prepare.sh carries it stripped).
+python_cuda() {
+  local want have
+  want=$(sed -n 's/^python_version = "\(.*\)"/\1/p' "$carry/python/frugal/_build_info.py" 2>/dev/null)
+  have=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  [ -f "$carry/python/frugal/__init__.py" ] || { echo "no $carry/python: gpu-prepare.sh carries it"; return 1; }
+  [ "$want" = "$have" ] || { echo "the module is for Python $want, this machine's is $have"; return 1; }
+  PYTHONPATH="$carry/python:$root/tests/python" "$python" "$root/tests/python/test_cuda.py"
+}
+
 # `timeout` runs a new bash, which sees these.
 PHOTOS_COUNT=$photos
 export root OUT carry prefix build jobs targets python bindir runs PHOTOS_COUNT
 export -f probe unpack configure compile torch_libs carried fixture_paths loader_bench loader_hybrid train_bench train \
-  train_calibrate cut_args deadline_cut resume_finishes finite_losses grad_checkpoint resume_exact max_batch nccl_overhead
+  train_calibrate cut_args deadline_cut resume_finishes finite_losses grad_checkpoint resume_exact max_batch nccl_overhead \
+  python_cuda
 
 if [ "$mode" = "--probe" ]; then
   budget=60
@@ -343,6 +358,7 @@ if [ "$mode" != "--no-gpu" ] && [ $built -eq 0 ]; then
   phase finite_losses 10 finite_losses
   phase grad_checkpoint 50 grad_checkpoint
   phase resume_exact 110 resume_exact
+  phase python_cuda 40 python_cuda
   phase loader_cpu 15 loader_bench cpu
   phase loader_gpu 15 loader_bench gpu
   phase train_resnet18 30 train_bench resnet18
@@ -362,7 +378,7 @@ def load(name):
 r = {"mode": mode, "phases": [json.loads(l) for l in open(os.path.join(out, ".phases.jsonl"))]}
 rc = {p["phase"]: p.get("rc") for p in r["phases"]}
 r["requirements"] = {k: rc.get(k) == 0 for k in ("test_gpu", "nvjpeg_hybrid", "deadline_cut", "resume_finishes",
-                                                  "finite_losses", "grad_checkpoint", "resume_exact")}
+                                                  "finite_losses", "grad_checkpoint", "resume_exact", "python_cuda")}
 r["all_requirements_met"] = all(r["requirements"].values())
 cpu, gpu = load(".loader-cpu.json"), load(".loader-gpu.json")
 if cpu and gpu:

@@ -50,6 +50,16 @@ for b in build/bin/frugal-torch build/tests/test_gpu build/bin/gpu_train_step; d
     strip -o "$carry/bin/$(basename "$b")" "$b"
   fi
 done
+# The Python package (scripts/gpu-check.sh's python_cuda phase), its module stripped.
+if compgen -G "build/python/frugal/_core*.so" >/dev/null; then
+  mkdir -p "$carry/python/frugal"
+  for f in build/python/frugal/*.py; do cp -u "$f" "$carry/python/frugal/"; done
+  for f in build/python/frugal/_core*.so; do
+    [ "$carry/python/frugal/$(basename "$f")" -nt "$f" ] || strip -o "$carry/python/frugal/$(basename "$f")" "$f"
+  done
+else
+  say "no build/python/frugal/_core*.so: the python_cuda phase will fail; build frugal_python here first"
+fi
 grep -q -- '-real;90\|;90' build/CMakeCache.txt 2>/dev/null || say "warning: build/ may lack sm_90 kernels (FRUGAL_CUDA_ARCHITECTURES)"
 
 carry_mib=$(du -sm "$carry" | cut -f1)
