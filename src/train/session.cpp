@@ -69,11 +69,19 @@ class Session {
   void open_data();
   void choose_decode();
   void build_model();
+  std::shared_ptr<Model> describe_model(const std::string& why);
+  void choose_device();
+  void build_optimizer();
   std::string choose_model(const std::map<std::string, torch::Tensor>& init);
   void check_scripted_model();
   void check_memory() const;
   void check_fits_model() const;
   void prepare_resume();
+  void check_resume_learns_the_same() const;
+  void start_together();
+  void make_loaders();
+  void say_plan() const;
+  SessionOutcome finish();
   void begin_writing();
   // The epoch loop and its parts, in the order a step goes through them.
   struct NextStep {
@@ -251,7 +259,32 @@ std::string Session::choose_model(const std::map<std::string, torch::Tensor>& in
 void Session::build_model() {
   std::map<std::string, torch::Tensor> init;
   if (!c_.init.empty()) init = load_checkpoint_or_weights(c_.init);
-  const std::string why = choose_model(init);
+  std::shared_ptr<Model> scripted = describe_model(choose_model(init));
+  choose_device();
+  torch::manual_seed(c_.seed);
+  model_ = scripted ? scripted : make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
+  check_memory();
+  if (scripted)
+    check_scripted_model();
+  else
+    check_fits_model();
+  if (!c_.init.empty()) {
+    auto msg = load_weights(*model_, init, /*allow_head_mismatch=*/true);
+    note("initialized from " + c_.init + (msg.empty() ? "" : ": " + msg));
+  }
+  if (!c_.freeze.empty()) note("froze " + count(freeze(*model_, c_.freeze), "tensor", "tensors"));
+  model_->to(device_);
+  // Channels-last on every device: on CUDA for cuDNN's tensor-core kernels, on the CPU because
+  // oneDNN's convolutions run 1.1-1.6x faster that way (cnn, resnet18, efficientnet_b0 measured).
+  to_channels_last(*model_);
+  model_->set_grad_checkpoint(c_.grad_checkpoint);
+  model_->train();
+  build_optimizer();
+}
+
+// info_: the model's input (size, channels, statistics) and classes; returns the user's
+// TorchScript module when --model names one. Says what was chosen and why.
+std::shared_ptr<Model> Session::describe_model(const std::string& why) {
   std::shared_ptr<Model> scripted;  // --model FILE.pt
   if (names_module_file(c_.model)) {
     if (c_.deterministic) set_torchscript_optimized(false);
@@ -271,7 +304,11 @@ void Session::build_model() {
        (photos_small ? "; these images are about " + std::to_string(native) +
                            " px: for photos give {model} resnet18 or efficientnet_b0 (224 px)"
                      : ""));
+  return scripted;
+}
 
+// device_ and amp_ from {device} and {amp}; {gpu_memory}'s cap set.
+void Session::choose_device() {
   // Several ranks on one machine: each takes the GPU of its LOCAL_RANK (cuda and auto alike).
   std::string device = c_.device.text();
   if (dist_env_ && c_.device.kind != DeviceKind::cpu && c_.device.index < 0 && torch::cuda::is_available())
@@ -285,26 +322,10 @@ void Session::build_model() {
     note("this CPU computes bf16 in hardware (AMX/AVX512-BF16): {amp} bf16 trains faster (cnn: 1.4x on 2 cores)");
   if (!device_.is_cuda() && amp_ == AmpMode::bf16 && !cpu_has_native_bf16())
     warn("this CPU has no bf16 instructions, so {amp} bf16 is emulated and slower than {amp} off");
+}
 
-  torch::manual_seed(c_.seed);
-  model_ = scripted ? scripted : make_model(c_.model, static_cast<int>(classes_.size()), info_.channels);
-  check_memory();
-  if (scripted)
-    check_scripted_model();
-  else
-    check_fits_model();
-  if (!c_.init.empty()) {
-    auto msg = load_weights(*model_, init, /*allow_head_mismatch=*/true);
-    note("initialized from " + c_.init + (msg.empty() ? "" : ": " + msg));
-  }
-  if (!c_.freeze.empty()) note("froze " + count(freeze(*model_, c_.freeze), "tensor", "tensors"));
-  model_->to(device_);
-  // Channels-last on every device: on CUDA for cuDNN's tensor-core kernels, on the CPU because
-  // oneDNN's convolutions run 1.1-1.6x faster that way (cnn, resnet18, efficientnet_b0 measured).
-  to_channels_last(*model_);
-  model_->set_grad_checkpoint(c_.grad_checkpoint);
-  model_->train();
-
+// The optimizer, the loss scaler and what every step is run with.
+void Session::build_optimizer() {
   OptimizerOptions o;
   o.kind = c_.optimizer;
   o.lr = c_.lr;
@@ -427,28 +448,9 @@ void Session::check_fits_model() const {
 
 NamedTensors param_names(const OptimizerSetup& s) { return NamedTensors(s.params.begin(), s.params.end()); }
 
-// Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
-// and refuses a resume that would change what is learned. begin_writing() makes the changes
-// (temporaries removed, --fresh's discards).
-void Session::prepare_resume() {
-  CheckpointOptions co;
-  co.retention.keep_best = c_.keep_best;
-  co.retention.keep_last = c_.keep_last;
-  co.delta = c_.delta;
-  manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
-  if (c_.disk_budget && rank0()) {  // only rank 0 writes
-    DiskBudgetOptions bo;
-    bo.limit = c_.disk_budget.bytes;
-    bo.own_folder = run_dir_;
-    fs::path ws = c_.workspace.empty() ? fs::absolute(run_dir_).parent_path() : fs::path(c_.workspace);
-    budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
-    budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
-    manager_->set_disk_budget(budget_.get());
-  }
-  check_disk_budget();
-  if (c_.fresh) return;
-  resume_ = manager_->load_latest();
-  if (!resume_) return;
+// A resume must learn what the run was learning: a damaged checkpoint is bad input (exit 3), a
+// change of what is learned (options, model, module file) a usage error (exit 2) listing it.
+void Session::check_resume_learns_the_same() const {
   const Checkpoint& ck = resume_->ckpt;
   const nlohmann::json now = identity_.to_json();
   // A checkpoint whose batch size, accumulation or world size is no integer (or whose product
@@ -483,6 +485,32 @@ void Session::prepare_resume() {
          info_.module_sha256.empty() ? c_.model
                                      : "TorchScript module sha256 " + info_.module_sha256.substr(0, 12) + "...",
          "give the module file the run was trained with, or add {fresh} to start this run over with this one");
+}
+
+// Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
+// and refuses a resume that would change what is learned. begin_writing() makes the changes
+// (temporaries removed, --fresh's discards).
+void Session::prepare_resume() {
+  CheckpointOptions co;
+  co.retention.keep_best = c_.keep_best;
+  co.retention.keep_last = c_.keep_last;
+  co.delta = c_.delta;
+  manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
+  if (c_.disk_budget && rank0()) {  // only rank 0 writes
+    DiskBudgetOptions bo;
+    bo.limit = c_.disk_budget.bytes;
+    bo.own_folder = run_dir_;
+    fs::path ws = c_.workspace.empty() ? fs::absolute(run_dir_).parent_path() : fs::path(c_.workspace);
+    budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
+    budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
+    manager_->set_disk_budget(budget_.get());
+  }
+  check_disk_budget();
+  if (c_.fresh) return;
+  resume_ = manager_->load_latest();
+  if (!resume_) return;
+  check_resume_learns_the_same();
+  const Checkpoint& ck = resume_->ckpt;
   load_weights(*model_, ck.weight_map(), false);
   load_optimizer_state(*opt_.optimizer, param_names(opt_), ck);
   load_trainer_tensors(ck, *scaler_, device_);
@@ -1062,27 +1090,51 @@ SessionOutcome Session::train() {
   join_group();
   identity_ = {c_, classes_, static_cast<std::int64_t>(train_->size()), world()};
   prepare_resume();
-  if (group_->grouped()) {
-    // One start for all: rank 0's parameters and buffers, and every rank resumed the same step.
-    std::vector<torch::Tensor> state;
-    for (auto& p : model_->parameters()) state.push_back(p.data());
-    for (auto& b : model_->buffers()) state.push_back(b);
-    group_->broadcast_from_rank0(state);
-    if (std::int64_t step0 = group_->from_rank0(global_step_); step0 != global_step_)
-      fail(ErrorKind::invalid, run_dir_.string(), "the same run folder on every rank",
-           "rank " + std::to_string(group_->rank()) + " resumed at step " + std::to_string(global_step_) +
-               ", rank 0 at step " + std::to_string(step0),
-           "give every rank the same run folder (on several machines: a shared file system)");
-  }
+  start_together();
   stop_->check_time_left();
+  make_loaders();
+  if (c_.epochs_auto()) start_time_budget();
+  if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
+    check_free_space();  // a run with nothing left to train saves nothing
+  if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
+  step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
+  group_->attach(*step_);
+  log_ = std::make_unique<TrainLog>(c_.json, env_);
+  say_plan();
 
+  for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
+    std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
+    if (!train_epoch(epoch, position)) return stopped();
+    end_of_epoch(epoch);
+  }
+  return finish();
+}
+
+// With several ranks, one start for all: rank 0's parameters and buffers, and every rank resumed
+// the same step.
+void Session::start_together() {
+  if (!group_->grouped()) return;
+  std::vector<torch::Tensor> state;
+  for (auto& p : model_->parameters()) state.push_back(p.data());
+  for (auto& b : model_->buffers()) state.push_back(b);
+  group_->broadcast_from_rank0(state);
+  if (std::int64_t step0 = group_->from_rank0(global_step_); step0 != global_step_)
+    fail(ErrorKind::invalid, run_dir_.string(), "the same run folder on every rank",
+         "rank " + std::to_string(group_->rank()) + " resumed at step " + std::to_string(global_step_) +
+             ", rank 0 at step " + std::to_string(step0),
+         "give every rank the same run folder (on several machines: a shared file system)");
+}
+
+// The training loader (CPU, or GPU with --decode gpu; each rank its slice of every global batch)
+// and the validation loader, and the steps they make.
+void Session::make_loaders() {
   LoaderOptions lo;
   lo.image_size = info_.image_size;
   lo.batch_size = c_.batch_size;
   lo.workers = c_.workers;
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
-  if (group_->grouped()) lo.shard = {group_->rank(), group_->world()};  // each rank its slice of every global batch
+  if (group_->grouped()) lo.shard = {group_->rank(), group_->world()};
   if (c_.decode == DecodeChoice::gpu) {
     GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
     go.device = device_.has_index() ? device_.index() : 0;
@@ -1097,13 +1149,9 @@ SessionOutcome Session::train() {
   std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;
-  if (c_.epochs_auto()) start_time_budget();
-  if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
-    check_free_space();  // a run with nothing left to train saves nothing
-  if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
-  step_ = std::make_unique<TrainStep>(*model_, *opt_.optimizer, *scaler_, step_options_);
-  group_->attach(*step_);
-  log_ = std::make_unique<TrainLog>(c_.json, env_);
+}
+
+void Session::say_plan() const {
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
        (time_budget_ && !time_budget_->planned()
@@ -1113,12 +1161,12 @@ SessionOutcome Session::train() {
        (group_->grouped()
             ? " (" + std::to_string(world()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")"
             : ""));
+}
 
-  for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
-    std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
-    if (!train_epoch(epoch, position)) return stopped();
-    end_of_epoch(epoch);
-  }
+// After the last epoch: the final save waited for. The final weights must be somewhere: in the
+// last checkpoint, or (weights_only) in best. When they are not, the run stops resumable from the
+// last checkpoint saved (exit 75), or is a budget failure when none was.
+SessionOutcome Session::finish() {
   begin_writing();  // a resumed run that had nothing left to train still records its config
   bool saved = true;
   if (rank0()) {
@@ -1128,9 +1176,6 @@ SessionOutcome Session::train() {
     if (!saved) note_save(r);
   }
   saved = group_->from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
-  // The final weights must be somewhere: in the last checkpoint, or (weights_only) in best. When
-  // they are not, the run stops resumable from the last checkpoint saved (exit 75), or is a budget
-  // failure when none was.
   if (!saved) {
     stop_reason_ = rank0() ? no_room_ : "no room on rank 0";
     return stopped();
