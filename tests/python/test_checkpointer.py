@@ -143,6 +143,9 @@ def test_files_load_without_frugal_and_du_knows_them(data, tmp_path):
                          "--json"], capture_output=True, text=True)
     assert du.returncode == 0, du.stderr
     assert '"checkpoints"' in du.stdout
+    clean = subprocess.run([os.path.join(os.environ["FRUGAL_BINARY_DIR"], "bin", "frugal"), "clean", "-n",
+                            str(tmp_path)], capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr  # it reads the Python run's config.json as a run's
 
 
 def test_the_run_folder_is_claimed_as_the_cli_claims_it(tmp_path):
