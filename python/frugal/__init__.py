@@ -426,7 +426,7 @@ class Checkpointer:
             py_state["scheduler"] = flat.encode(scheduler.state_dict(), "scheduler")
         if scaler is not None:
             py_state["scaler"] = flat.encode(scaler.state_dict(), "scaler")
-        metrics = {k: float(v) for k, v in (metrics or {}).items()}
+        metrics = {k: float(v.detach()) if isinstance(v, torch.Tensor) else float(v) for k, v in (metrics or {}).items()}
         cls = type(model)
         extra = {"python.state": json.dumps(py_state), "python.module": f"{cls.__module__}.{cls.__qualname__}"}
         info = {"name": "python", "classes": loader.classes if loader is not None else [],
