@@ -13,8 +13,10 @@ docs/python.md is the guide. Errors are frugal.Error (a RuntimeError) with .kind
 import json
 import os
 import random
+import re
 import signal
 import sys
+import tempfile
 import threading
 import weakref
 
@@ -46,9 +48,63 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 __all__ = ["Loader", "Checkpointer", "split", "join", "verify", "Error", "EXIT_RESUMABLE"]
 
+# The CLI's exit code of each kind of failure (CLI.md; include/frugal/util/error.h).
+_EXIT_CODES = {"usage": 2, "invalid": 3, "unsupported": 3, "budget": 4, "io": 1, "interrupted": 75}
+
+
+def _error(kind, message):
+    """frugal.Error as the core raises it, with .kind and .exit_code."""
+    e = Error(message)
+    e.kind, e.exit_code = kind, _EXIT_CODES[kind]
+    return e
+
 
 def _text(v):
     return "" if v is None else os.fspath(v)
+
+
+# What the core notes on stderr when a loader opens its data (its size and classes, "validating on
+# a stable 5%") is said once per data and line in a process: a notebook that makes loaders in a loop
+# sees it once, not on every pass.
+_notes_lock = threading.Lock()
+_notes_said = set()
+
+
+def _noting_once(data, make):
+    """Returns make(), the lines it wrote on stderr (fd 2, where the C++ core writes) caught in a
+    file and printed on sys.stderr afterwards, each (data, line) once. Caught whole rather than
+    passed through as written: the GIL is held while the core works, so no thread could pass them."""
+    with _notes_lock:
+        caught = saved = None
+        try:
+            caught = tempfile.TemporaryFile()
+            saved = os.dup(2)
+        except OSError:  # no temporary file or no fd 2: the lines go as they come
+            pass
+        if saved is None:
+            if caught is not None:
+                caught.close()
+            return make()
+        with caught:
+            if sys.stderr is not None:
+                sys.stderr.flush()
+            os.dup2(caught.fileno(), 2)
+            try:
+                return make()
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                caught.seek(0)
+                _say_new_lines(data, caught.read().decode(errors="replace"))
+
+
+def _say_new_lines(data, text):
+    for line in text.splitlines():
+        line = line.rsplit("\r", 1)[-1]  # a progress bar's redraws: its last state
+        if line and (data, line) not in _notes_said:
+            _notes_said.add((data, line))
+            if sys.stderr is not None:
+                print(line, file=sys.stderr)
 
 
 class Loader:
@@ -80,19 +136,19 @@ class Loader:
                  prefetch=4):
         info = torch.utils.data.get_worker_info()
         if info is not None:
-            raise Error("frugal.Loader: expected the main process, found DataLoader worker "
-                        f"{info.id}; a frugal.Loader is one iterator with its own threads: iterate it "
-                        "in place of the DataLoader, not inside one")
+            raise _error("usage", "frugal.Loader: expected the main process, found DataLoader worker "
+                         f"{info.id}; a frugal.Loader is one iterator with its own threads: iterate it "
+                         "in place of the DataLoader, not inside one")
         self.device = torch.device(device)
         self.normalize = normalize
-        self._core = _core.Loader(
+        self._core = _noting_once(_text(data), lambda: _core.Loader(
             data=_text(data), val=_text(val), val_split=float(val_split), subset=subset,
             data_root=_text(data_root), labels=_text(labels), label_pattern=_text(label_pattern),
             label_columns=_text(label_columns), images_dir=_text(images_dir), class_names=_text(class_names),
             channels=channels, max_bad_fraction=max_bad_fraction, batch_size=batch_size, image_size=image_size,
             train=train, seed=seed, workers=workers, shuffle=train if shuffle is None else shuffle,
             drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
-            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size)
+            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size))
         self.batch_size = batch_size
         self.image_size = image_size
         self.train = train
@@ -180,13 +236,26 @@ class Loader:
 
 # ---- Checkpoints: what a Python loop's state is, as tensors and JSON --------------------------------
 
+#: How deep saved Python state may nest: far beyond what an optimizer, scheduler or random state
+#: holds, and well within Python's recursion limit, so that a crafted python.state is refused as
+#: invalid rather than by a RecursionError. Its JSON nests deeper (a dict is 3 levels, a tuple 2).
+_MAX_DEPTH = 100
+_MAX_JSON_DEPTH = 4 * _MAX_DEPTH
+# A JSON string (skipped whole, brackets in it and all; an unterminated one to the end, so that
+# each character is read once) or a bracket.
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
 class _Flat:
     """Python state as JSON with its tensors named apart (safetensors holds the tensors)."""
 
     def __init__(self):
         self.tensors = {}
 
-    def encode(self, obj, path):
+    def encode(self, obj, path, depth=0):
+        if depth > _MAX_DEPTH:
+            raise _error("usage", f"frugal.Checkpointer: {path}: expected state nested at most {_MAX_DEPTH} "
+                         "levels deep, found deeper; save it yourself or leave it out")
         if isinstance(obj, torch.Tensor):
             self.tensors[path] = obj.detach()
             return {"__tensor__": path}
@@ -197,32 +266,56 @@ class _Flat:
                 t = torch.from_numpy(obj.astype(np.int64) if obj.dtype == np.uint32 else np.array(obj))
                 self.tensors[path] = t
                 return {"__ndarray__": path, "dtype": dtype}
-            return self.encode(obj.item(), path)
+            return self.encode(obj.item(), path, depth)
         if isinstance(obj, dict):
-            return {"__dict__": [[self.encode(k, f"{path}.k{i}"), self.encode(v, f"{path}.{k}")]
+            return {"__dict__": [[self.encode(k, f"{path}.k{i}", depth + 1), self.encode(v, f"{path}.{k}", depth + 1)]
                                  for i, (k, v) in enumerate(obj.items())]}
         if isinstance(obj, tuple):
-            return {"__tuple__": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
+            return {"__tuple__": [self.encode(v, f"{path}.{i}", depth + 1) for i, v in enumerate(obj)]}
         if isinstance(obj, list):
-            return [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]
+            return [self.encode(v, f"{path}.{i}", depth + 1) for i, v in enumerate(obj)]
         if obj is None or isinstance(obj, (bool, int, float, str)):
             return obj
-        raise Error(f"frugal.Checkpointer: {path}: expected tensors, numbers, strings, lists and dicts, found "
-                    f"{type(obj).__name__}; save it yourself or leave it out")
+        raise _error("usage", f"frugal.Checkpointer: {path}: expected tensors, numbers, strings, lists and dicts, "
+                     f"found {type(obj).__name__}; save it yourself or leave it out")
 
 
-def _decode(obj, tensors):
+def _expect(holds, what):
+    if not holds:
+        raise ValueError(f"expected {what}")
+
+
+def _loads_bounded(text):
+    """json.loads(text), refused before it is parsed when nested past _MAX_JSON_DEPTH: json's parser
+    recurses in C, so under a raised sys.setrecursionlimit deep nesting overflows the stack (a crash)."""
+    depth = 0
+    for token in _JSON_NESTING.finditer(text):
+        if token.group() in ("[", "{"):
+            depth += 1
+            if depth > _MAX_JSON_DEPTH:
+                raise ValueError(f"JSON nested deeper than {_MAX_JSON_DEPTH} levels")
+        elif token.group() in ("]", "}"):
+            depth -= 1
+    return json.loads(text)
+
+
+def _decode(obj, tensors, depth=0):
+    """_Flat.encode's JSON back to Python values. Raises ValueError (or the like) on JSON it did not write."""
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"nesting deeper than {_MAX_DEPTH} levels")
     if isinstance(obj, list):
-        return [_decode(v, tensors) for v in obj]
+        return [_decode(v, tensors, depth + 1) for v in obj]
     if isinstance(obj, dict):
         if "__tensor__" in obj:
             return tensors[obj["__tensor__"]]
         if "__ndarray__" in obj:
             return tensors[obj["__ndarray__"]].numpy().astype(obj["dtype"])
         if "__tuple__" in obj:
-            return tuple(_decode(v, tensors) for v in obj["__tuple__"])
+            _expect(isinstance(obj["__tuple__"], list), "a list in __tuple__")
+            return tuple(_decode(v, tensors, depth + 1) for v in obj["__tuple__"])
         if "__dict__" in obj:
-            return {_decode(k, tensors): _decode(v, tensors) for k, v in obj["__dict__"]}
+            _expect(isinstance(obj["__dict__"], list), "a list of [key, value] in __dict__")
+            return {_decode(k, tensors, depth + 1): _decode(v, tensors, depth + 1) for k, v in obj["__dict__"]}
     return obj
 
 
@@ -243,13 +336,55 @@ def _encode_optimizer(optimizer, model, flat):
     return {"state": state, "param_groups": flat.encode(sd["param_groups"], "optim.groups")}
 
 
-def _decode_optimizer(enc, tensors):
-    return {"state": {int(i): _decode(s, tensors) for i, s in enc["state"]},
-            "param_groups": _decode(enc["param_groups"], tensors)}
+def _decode_python_state(raw):
+    py_state = _loads_bounded(raw.decode())
+    _expect(isinstance(py_state, dict), "a dict")
+    return py_state
+
+
+def _decode_optimizer(enc, tensors, optimizer):
+    """The optimizer's state_dict(), its groups checked against `optimizer`'s as load_state_dict() will."""
+    _expect(isinstance(enc, dict) and isinstance(enc["state"], list), "{\"state\": [[index, state], ...], ...}")
+    state = {int(i): _decode(s, tensors) for i, s in enc["state"]}
+    groups = _decode(enc["param_groups"], tensors)
+    _expect(all(isinstance(s, dict) for s in state.values()), "a dict of each parameter's state")
+    _expect(isinstance(groups, list) and all(isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups),
+            "param_groups: a list of dicts with \"params\"")
+    sizes = [len(g["params"]) for g in optimizer.param_groups]
+    _expect([len(g["params"]) for g in groups] == sizes, f"parameter groups of {sizes} parameters, as the optimizer's")
+    return {"state": state, "param_groups": groups}
+
+
+def _decode_dict(enc, tensors):
+    """A scheduler's or scaler's state_dict()."""
+    sd = _decode(enc, tensors)
+    _expect(isinstance(sd, dict) and all(isinstance(k, str) for k in sd), "a dict with string keys")
+    return sd
+
+
+def _decode_scaler(enc, tensors, scaler):
+    """The scaler's state_dict(), checked for the numbers a GradScaler's load_state_dict() reads."""
+    sd = _decode_dict(enc, tensors)
+    if isinstance(scaler, torch.amp.GradScaler) and scaler.is_enabled():  # a disabled one loads nothing
+        for k in ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"):
+            _expect(isinstance(sd.get(k), (int, float)) and not isinstance(sd[k], bool), f"a number in {k!r}")
+    return sd
+
+
+def _decode_loader(text):
+    """The loader's position (Loader.state_dict()), or None where the checkpoint holds none."""
+    sd = _loads_bounded(text)
+    if sd == {}:  # saved without a loader
+        return None
+    _expect(isinstance(sd, dict), "a dict")
+    epoch, position = int(sd["epoch"]), int(sd["position"])
+    _expect(0 <= epoch < 2**63 and 0 <= position < 2**63, "an epoch and a position from 0 to 2^63")
+    return dict(sd, epoch=epoch, position=position)
 
 
 def _rng_state(flat):
-    state = {"torch": flat.encode(torch.get_rng_state(), "rng.torch"), "python": flat.encode(random.getstate(), "rng.python")}
+    state = {"torch": flat.encode(torch.get_rng_state(), "rng.torch"),
+             "python": flat.encode(random.getstate(), "rng.python")}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = flat.encode(torch.cuda.get_rng_state_all(), "rng.cuda")
     np = sys.modules.get("numpy")
@@ -258,16 +393,87 @@ def _rng_state(flat):
     return state
 
 
-def _set_rng_state(state, tensors):
-    torch.set_rng_state(_decode(state["torch"], tensors))
-    random.setstate(_decode(state["python"], tensors))
-    if "cuda" in state and torch.cuda.is_available():
-        states = _decode(state["cuda"], tensors)
-        for i, s in enumerate(states[:torch.cuda.device_count()]):
-            torch.cuda.set_rng_state(s, i)
-    if "numpy" in state:
+def _decode_rng(enc, tensors):
+    """The random states, each set on a scratch generator first so that setting them cannot fail halfway."""
+    _expect(isinstance(enc, dict), "a dict")
+    states = {"torch": _decode(enc["torch"], tensors), "python": _decode(enc["python"], tensors)}
+    torch.Generator().set_state(states["torch"])
+    random.Random().setstate(states["python"])
+    _expect(states["python"][2] is None or isinstance(states["python"][2], float), "a float or None as gauss_next")
+    if "cuda" in enc:
+        cuda = _decode(enc["cuda"], tensors)
+        _expect(isinstance(cuda, list) and all(isinstance(s, torch.Tensor) and s.dtype == torch.uint8 for s in cuda),
+                "a list of uint8 tensors in cuda")
+        states["cuda"] = cuda
+    if "numpy" in enc:
         import numpy as np
-        np.random.set_state(_decode(state["numpy"], tensors))
+        states["numpy"] = _decode(enc["numpy"], tensors)
+        np.random.RandomState().set_state(states["numpy"])
+    return states
+
+
+def _set_rng_state(states):
+    torch.set_rng_state(states["torch"])
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        for i, s in enumerate(states["cuda"][:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(s, i)
+    if "numpy" in states:
+        import numpy as np
+        np.random.set_state(states["numpy"])
+
+
+def _checkpoint_part(file, part, fn, *args):
+    """fn(*args), its failure frugal.Error(invalid) naming the checkpoint: the checksum covers the
+    tensors, not the JSON beside them, so a damaged or crafted python.state or loader position is
+    found here. Running out of memory is no fault of the file and stays as it is."""
+    try:
+        return fn(*args)
+    except (MemoryError, torch.cuda.OutOfMemoryError):
+        raise
+    except Exception as e:
+        why = f"{type(e).__name__}: {e}"
+        if len(why) > 200:
+            why = why[:200] + "..."
+        raise _error("invalid", f"{file}: expected the training state that frugal.Checkpointer.save wrote, found "
+                     f"{part} that will not load ({why}); remove that file to resume from the checkpoint before it "
+                     "(or restore with the model, optimizer, scheduler and scaler it was saved with)") from e
+
+
+class _Resume:
+    """What restore() brings back, decoded and checked whole before any of it is applied, so that a
+    bad part leaves the model, optimizer and random states as they were."""
+
+    def __init__(self, found, optimizer, scheduler, scaler, loader):
+        self.file = found["file"]
+        self.steps = []  # (part, how it is applied, its state) in the order they are applied
+        tensors = found["state"]
+        py_state = self._part("python.state", _decode_python_state, found["extra"].get("python.state", b"{}"))
+        if optimizer is not None and "optimizer" in py_state:
+            self._add("python.state's optimizer state", optimizer.load_state_dict,
+                      _decode_optimizer, py_state["optimizer"], tensors, optimizer)
+        if scheduler is not None and "scheduler" in py_state:
+            self._add("python.state's scheduler state", scheduler.load_state_dict,
+                      _decode_dict, py_state["scheduler"], tensors)
+        if scaler is not None and "scaler" in py_state:
+            self._add("python.state's scaler state", scaler.load_state_dict,
+                      _decode_scaler, py_state["scaler"], tensors, scaler)
+        if loader is not None:
+            self._add("the loader position", loader.load_state_dict, _decode_loader, found["loader"])
+        if "rng" in py_state:
+            self._add("python.state's random states", _set_rng_state, _decode_rng, py_state["rng"], tensors)
+
+    def _part(self, part, fn, *args):
+        return _checkpoint_part(self.file, part, fn, *args)
+
+    def _add(self, part, apply, decode, *args):
+        state = self._part(part, decode, *args)
+        if state is not None:  # a loader position saved without a loader
+            self.steps.append((part, apply, state))
+
+    def apply(self):
+        for part, apply, state in self.steps:
+            self._part(part, apply, state)
 
 
 def _state_bytes_estimate(model, optimizer):
@@ -330,6 +536,7 @@ class Checkpointer:
         self._previous = {}
         self._signal = None
         self._prepared = False
+        self._closed = False
         self._saved_step = None
         if signals:
             self._install_signals()
@@ -381,7 +588,10 @@ class Checkpointer:
         random, NumPy's global one). Returns its step, or None when the run folder has none.
 
         Call it before training, also in a new run: it checks that the disk (and disk_budget) can keep
-        the run resumable, raising frugal.Error (kind "budget") with nothing written when it cannot."""
+        the run resumable, raising frugal.Error (kind "budget") with nothing written when it cannot.
+        A checkpoint whose Python state or loader position does not load is frugal.Error (kind
+        "invalid") naming the file; that state is decoded and checked whole before any of it is applied."""
+        self._check_open("restore")
         weight_bytes = sum(t.nbytes for t in model.state_dict().values())
         state_bytes = _state_bytes_estimate(model, optimizer) + (1 << 16)
         self._core.prepare(weight_bytes, state_bytes)
@@ -390,20 +600,10 @@ class Checkpointer:
         if found is None:
             self._core.restart_step_clock()
             return None
+        resume = _Resume(found, optimizer, scheduler, scaler, loader)
         self._saved_step = found["step"]
-        tensors = found["state"]
-        py_state = json.loads(found["extra"].get("python.state", b"{}").decode())
         model.load_state_dict(found["weights"])
-        if optimizer is not None and "optimizer" in py_state:
-            optimizer.load_state_dict(_decode_optimizer(py_state["optimizer"], tensors))
-        if scheduler is not None and "scheduler" in py_state:
-            scheduler.load_state_dict(_decode(py_state["scheduler"], tensors))
-        if scaler is not None and "scaler" in py_state:
-            scaler.load_state_dict(_decode(py_state["scaler"], tensors))
-        if loader is not None:
-            loader.load_state_dict(json.loads(found["loader"]))
-        if "rng" in py_state:
-            _set_rng_state(py_state["rng"], tensors)
+        resume.apply()
         print(f"frugal: resumed {self.run} at step {found['step']} ({os.path.basename(found['file'])})",
               file=sys.stderr)
         self._core.restart_step_clock()
@@ -413,11 +613,12 @@ class Checkpointer:
         """Saves in the background (the loop waits only while the tensors are copied to host memory):
         atomic, checksummed, within the disk budget; keep_last newest are kept. An error of the
         previous save is raised here or by wait()."""
+        self._check_open("save")
         if step == self._saved_step:  # saved already (a cadence save, then a stop at the same step)
             return
         if not self._prepared:
-            raise Error("frugal.Checkpointer.save: expected restore() before the first save (it checks "
-                        "the disk and finds where to resume)")
+            raise _error("usage", "frugal.Checkpointer.save: expected restore() before the first save (it checks "
+                         "the disk and finds where to resume)")
         flat = _Flat()
         py_state = {"rng": _rng_state(flat)}
         if optimizer is not None:
@@ -447,6 +648,7 @@ class Checkpointer:
         Under torch.distributed (a process group initialized, more than one rank) the ranks agree:
         it is true on every rank when it is on any (one all-reduce per call, so every rank must call
         it at every step), so they all stop after the same step."""
+        self._check_open("should_stop")
         self._core.step_ended()
         reason = self._core.should_stop()
         stop = reason is not None
@@ -472,8 +674,15 @@ class Checkpointer:
 
     def close(self):
         """Waits for the pending save, gives the run folder back and restores the signal handlers."""
+        self._closed = True
         self._restore_signals()
         return self._core.close()
+
+    def _check_open(self, method):
+        if self._closed:
+            raise _error("usage", f"frugal.Checkpointer.{method}: expected an open checkpointer, found it closed "
+                         "(close() or the end of its `with` block gave the run folder back); make a new "
+                         "frugal.Checkpointer for the run folder to go on")
 
     def __enter__(self):
         return self

@@ -172,3 +172,16 @@ def test_signal_handlers_come_back_on_close(tmp_path):
         time.sleep(0.05)
         assert ckpt.should_stop()
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_methods_after_close_say_the_checkpointer_is_closed(tmp_path):
+    model = torch.nn.Linear(2, 2)
+    ckpt = frugal.Checkpointer(tmp_path / "run", signals=False)
+    assert ckpt.restore(model) is None
+    ckpt.close()
+    for call in (lambda: ckpt.save(1, model), lambda: ckpt.restore(model), ckpt.should_stop):
+        with pytest.raises(frugal.Error, match="closed") as e:
+            call()
+        assert e.value.kind == "usage" and e.value.exit_code == 2
+        assert "restore() called first" not in str(e.value)
+    ckpt.close()  # a second close (a `with` block's end after close()) is no error
