@@ -87,20 +87,26 @@ class EfficientNetB0 : public Model {
     classifier = register_module("classifier",
                                  torch::nn::Sequential(torch::nn::Dropout(0.2), torch::nn::Linear(1280, num_classes)));
     init();
+    auto first = features[0]->as<SeqImpl>(), last = features[features->size() - 1]->as<SeqImpl>();
+    pieces_.push_back({"features.0", {"features.0"}, [first](const torch::Tensor& t) { return first->forward(t); }});
+    std::size_t b = 0;
+    for (std::size_t s = 0; s < std::size(stages); ++s)
+      for (int i = 0; i < stages[s].layers; ++i) {
+        auto* mb = blocks[b++].get();
+        const std::string name = "features." + std::to_string(s + 1) + "." + std::to_string(i);
+        pieces_.push_back({name, {name}, [this, mb](const torch::Tensor& t) {
+                             return run_block(
+                                 grad_checkpoint_, *mb, [mb](const torch::Tensor& u) { return mb->forward(u); }, t);
+                           }});
+      }
+    const std::string tail = "features." + std::to_string(features->size() - 1);
+    pieces_.push_back({tail, {tail}, [last](const torch::Tensor& t) { return last->forward(t); }});
+    pieces_.push_back({"head", {"classifier"}, [this](const torch::Tensor& t) {
+                         return classifier->forward(torch::adaptive_avg_pool2d(t, {1, 1}).flatten(1));
+                       }});
   }
 
-  torch::Tensor forward(torch::Tensor x) override {
-    auto children = features->children();
-    x = features[0]->as<SeqImpl>()->forward(x);
-    for (auto& mb : blocks) {
-      auto* b = mb.get();
-      x = run_block(
-          grad_checkpoint_, *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
-    }
-    x = children.back()->as<SeqImpl>()->forward(x);
-    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-    return classifier->forward(x);
-  }
+  torch::Tensor forward(torch::Tensor x) override { return run_pieces(x, 0, pieces_.size()); }
 
   std::string head_prefix() const override { return "classifier.1"; }
 

@@ -74,21 +74,27 @@ class ResNet : public Model {
     }
     fc = register_module("fc", torch::nn::Linear(in, num_classes));
     init_conv_bn(*this);
-  }
-
-  torch::Tensor forward(torch::Tensor x) override {
-    x = torch::relu(bn1(conv1(x)));
-    x = torch::max_pool2d(x, 3, 2, 1);
-    for (auto& stage : stages) {
-      for (auto& child : stage->children()) {
+    pieces_.push_back({"stem", {"conv1", "bn1"}, [this](const torch::Tensor& t) {
+                         return torch::max_pool2d(torch::relu(bn1(conv1(t))), 3, 2, 1);
+                       }});
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+      std::size_t b = 0;
+      for (auto& child : stages[s]->children()) {
         auto* block = child->as<typename Block::ContainedType>();
-        x = run_block(
-            grad_checkpoint_, *block, [block](const torch::Tensor& t) { return block->forward(t); }, x);
+        const std::string name = "layer" + std::to_string(s + 1) + "." + std::to_string(b++);
+        pieces_.push_back({name, {name}, [this, block](const torch::Tensor& t) {
+                             return run_block(
+                                 grad_checkpoint_, *block,
+                                 [block](const torch::Tensor& u) { return block->forward(u); }, t);
+                           }});
       }
     }
-    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-    return fc(x);
+    pieces_.push_back({"head", {"fc"}, [this](const torch::Tensor& t) {
+                         return fc(torch::adaptive_avg_pool2d(t, {1, 1}).flatten(1));
+                       }});
   }
+
+  torch::Tensor forward(torch::Tensor x) override { return run_pieces(x, 0, pieces_.size()); }
 
   std::string head_prefix() const override { return "fc"; }
 

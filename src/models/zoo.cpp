@@ -72,6 +72,11 @@ std::shared_ptr<Model> make_model(const std::string& name, int num_classes, int 
   fail(ErrorKind::usage, "{model}", "one of " + list, "'" + name + "'", "pick one of the listed models");
 }
 
+torch::Tensor Model::run_pieces(torch::Tensor x, std::size_t begin, std::size_t end) const {
+  for (std::size_t i = begin; i < end && i < pieces_.size(); ++i) x = pieces_[i].run(x);
+  return x;
+}
+
 std::map<std::string, torch::Tensor> state_dict(const Model& model) {
   std::map<std::string, torch::Tensor> out;
   torch::NoGradGuard no_grad;

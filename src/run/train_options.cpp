@@ -385,6 +385,25 @@ std::vector<Row> make_rows() {
          return c.dist_timeout.count() >= 1 ? "" : allowed;
        },
        nullptr});
+  // Pipeline stages (README "When the model does not fit one GPU").
+  add({"pipeline", nullptr,
+       "cut the model into N stages, one per process of a torchrun run (each holds 1/N of the model); batch norm "
+       "then sees micro-batches",
+       Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return integer(c.pipeline, t, 1, 64); },
+       nullptr});
+  add({"micro_batches", nullptr,
+       "with --pipeline: micro-batches each step's batch flows through the stages in (default 2N)", Kind::value, false,
+       false, [](TrainConfig& c, const std::string& t) { return integer(c.micro_batches, t, 1, kMaxCount); }, nullptr});
+  add({"pipeline_split", nullptr,
+       "with --pipeline N: the N-1 pieces of the model where stages begin (default: balanced "
+       "by measured time)",
+       Kind::values, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t.empty()) return "a piece name of the model";
+         c.pipeline_split.push_back(t);
+         return "";
+       },
+       nullptr});
   add({"nproc", nullptr, "train with N processes on this machine (runs torchrun --nproc-per-node N)", Kind::value,
        false, false, [](TrainConfig& c, const std::string& t) { return integer(c.nproc, t, 1, 1024); }, nullptr});
   add({"json", nullptr,
@@ -450,6 +469,19 @@ void validate(TrainConfig& c) {
   if (c.epochs_auto() && !c.time_budget)
     fail(ErrorKind::usage, "--epochs auto", "--time-budget DURATION to plan the epochs for", "no --time-budget",
          "add --time-budget (e.g. 20h: the whole run, all sessions together), or give a number of epochs");
+  if (c.pipeline > 1) {
+    if (c.micro_batches == 0) c.micro_batches = std::min(2 * c.pipeline, c.batch_size);
+    if (c.micro_batches > c.batch_size)
+      fail(ErrorKind::usage, "--micro-batches " + std::to_string(c.micro_batches),
+           "at most --batch-size (" + std::to_string(c.batch_size) + ") micro-batches", "more",
+           "give fewer --micro-batches or a larger --batch-size");
+    if (c.sync_bn)
+      fail(ErrorKind::usage, "--sync-bn with --pipeline", "one of them", "both",
+           "leave --sync-bn out: each stage holds its own batch-norm layers");
+  } else if (c.micro_batches > 0 || !c.pipeline_split.empty()) {
+    fail(ErrorKind::usage, c.micro_batches > 0 ? "--micro-batches" : "--pipeline-split", "--pipeline N (N >= 2)",
+         "no --pipeline", "add --pipeline 2 (or more) to cut the model into stages, or leave the option out");
+  }
   if (!c.epochs_auto() && (c.epochs < 1 || c.epochs > kMaxCount))
     fail(ErrorKind::usage, "--epochs " + std::to_string(c.epochs),
          "a whole number from 1 to " + std::to_string(kMaxCount) + ", or auto", std::to_string(c.epochs),

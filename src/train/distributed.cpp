@@ -112,6 +112,38 @@ class C10dGroup : public ProcessGroup {
     });
   }
 
+  void send(const torch::Tensor& t, int dst, int tag) override {
+    run("send", [&] {
+      std::vector<at::Tensor> one{t};
+      sends_.push_back(pg_->send(one, dst, tag));
+      sent_.push_back(t);
+    });
+  }
+
+  void recv(torch::Tensor& t, int src, int tag) override {
+    run("receive", [&] {
+      std::vector<at::Tensor> one{t};
+      auto work = pg_->recv(one, src, tag);
+      if (cuda_)
+        work->wait();
+      else
+        work->wait(timeout_);
+    });
+  }
+
+  void wait_sends() override {
+    run("send", [&] {
+      for (auto& w : sends_) {
+        if (cuda_)
+          w->wait();
+        else
+          w->wait(timeout_);
+      }
+    });
+    sends_.clear();
+    sent_.clear();
+  }
+
  private:
   template <class F>
   void run(const char* what, F&& f) {
@@ -132,6 +164,8 @@ class C10dGroup : public ProcessGroup {
   }
 
   c10::intrusive_ptr<c10d::Backend> pg_, control_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> sends_;
+  std::vector<torch::Tensor> sent_;  // kept until their sends are done
   bool cuda_;
   std::chrono::milliseconds timeout_;
 };

@@ -59,6 +59,12 @@ class ProcessGroup {
   // agreement of a CUDA run then neither waits for the GPU nor goes through NCCL.
   virtual void control_all_reduce_sum(torch::Tensor& cpu_tensor) = 0;
   virtual void control_broadcast(torch::Tensor& cpu_tensor, int root = 0) = 0;
+  // Point to point, for pipeline stages (train/pipeline.cpp): send() returns at once and keeps the
+  // tensor (dense) until wait_sends(); recv() fills `t`, dense, in place from rank `src`. Messages
+  // between two ranks with one tag arrive in the order they were sent.
+  virtual void send(const torch::Tensor& t, int dst, int tag) = 0;
+  virtual void recv(torch::Tensor& t, int src, int tag) = 0;
+  virtual void wait_sends() = 0;
   // Before a step's backward: makes each parameter's gradient a view of a flat bucket (about
   // bucket_bytes per bucket and dtype, laid out as the parameter: channels-last too) and zeroes
   // the buckets, so that backward accumulates straight into them (DDP's gradient_as_bucket_view).

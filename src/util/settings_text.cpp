@@ -24,7 +24,8 @@ constexpr std::string_view kKeys[] = {"amp",           "channels",      "class_n
                                       "accum",         "workers",       "run",
                                       "overwrite",     "skip_existing", "cache_decompressed",
                                       "data_root",     "labels",        "label_columns",
-                                      "images_dir"};
+                                      "images_dir",    "pipeline",      "micro_batches",
+                                      "pipeline_split"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

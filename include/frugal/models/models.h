@@ -30,10 +30,24 @@ struct ModelInfo {
 // ModelInfo::name of a user's TorchScript module (--model FILE.pt).
 inline constexpr const char* kTorchScriptModel = "torchscript";
 
+// One piece of a model's forward, the unit a pipeline (train --pipeline) cuts between: `run` maps
+// the previous piece's output to this piece's; `modules` are the name prefixes of the parameters
+// and buffers it uses (each of the model's tensors belongs to exactly one piece).
+struct ModelPiece {
+  std::string name;
+  std::vector<std::string> modules;
+  std::function<torch::Tensor(const torch::Tensor&)> run;
+};
+
 class Model : public torch::nn::Module {
  public:
   // (B, C, H, W) float, normalized -> (B, num_classes) logits.
   virtual torch::Tensor forward(torch::Tensor x) = 0;
+  // The forward as an ordered list of pieces: forward(x) is pieces [0, n) run in turn. Empty when
+  // the model cannot be cut (a TorchScript module, whose forward is its own code).
+  const std::vector<ModelPiece>& pieces() const { return pieces_; }
+  // Pieces [begin, end) run in turn on x.
+  torch::Tensor run_pieces(torch::Tensor x, std::size_t begin, std::size_t end) const;
   // Name prefix of the classifier head, e.g. "fc" or "classifier.1".
   virtual std::string head_prefix() const = 0;
   // Runs the model with each block's activations recomputed in backward (--grad-checkpoint).
@@ -47,6 +61,7 @@ class Model : public torch::nn::Module {
 
  protected:
   bool grad_checkpoint_ = false;
+  std::vector<ModelPiece> pieces_;  // filled by the zoo's constructors
 };
 
 // A model's input defaults for `channels` (1 or 3): image_size, mean and std (classes left empty).

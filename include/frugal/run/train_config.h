@@ -111,6 +111,12 @@ struct TrainConfig {
   bool sync_bn = false;
   std::chrono::seconds dist_timeout{120};
   int nproc = 1;
+  // --pipeline N: the model cut into N stages, one per process; each step's batch flows through
+  // them in micro_batches micro-batches (0: validate() makes it 2N); pipeline_split: where stages
+  // 1..N-1 begin (piece names; empty: balanced by measured time).
+  int pipeline = 1;
+  int micro_batches = 0;
+  std::vector<std::string> pipeline_split;
 
   bool epochs_auto() const { return epochs_mode == EpochsMode::automatic; }
 

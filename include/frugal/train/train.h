@@ -60,6 +60,9 @@ class LossScaler {
   bool unscale(const std::vector<torch::Tensor>& params);
   // After each step (taken or skipped): adjusts the scale from what unscale() found.
   void update();
+  // Another pipeline stage's unscale() found inf/NaN: this step is skipped here too, and update()
+  // backs off as everywhere.
+  void found_inf_elsewhere() { found_inf_.fill_(1.0); }
   double scale_value() const;
   bool enabled() const { return options_.enabled; }
   // "loss_scaler.scale" (F32) and "loss_scaler.growth_tracker" (I32) for checkpoints.
@@ -143,7 +146,9 @@ class TrainStep {
   // batches are the whole step). Each micro-batch's loss is weighted by its share of them, so that
   // the gradients summed over the processes (reduce_gradients) are those of the global batch's
   // mean loss; the result's loss and samples are then the global batch's too.
-  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples = 0);
+  virtual ~TrainStep() = default;
+  virtual StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
+                         std::int64_t global_samples = 0);
   int micro_batch() const { return options_.micro_batch; }
 
   // Data-parallel: called once per optimizer step, after the last micro-batch's backward and
@@ -160,7 +165,7 @@ class TrainStep {
   std::function<void(std::int64_t micro_step)> before_micro_step;
   std::function<void()> before_optimizer_step;
 
- private:
+ protected:
   StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples);
   std::vector<torch::Tensor> trainable() const;
 

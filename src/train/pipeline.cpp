@@ -1,0 +1,531 @@
+// Pipeline stages (see pipeline.h).
+#include "train/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/data/oom.h"
+#include "frugal/image/image.h"
+#include "frugal/util/error.h"
+#include "frugal/util/progress.h"
+#include "train/device.h"
+
+namespace frugal {
+
+std::vector<std::size_t> balance_stages(const std::vector<double>& cost, int stages) {
+  const std::size_t n = cost.size(), k = static_cast<std::size_t>(stages);
+  if (k == 0 || n < k) return {};
+  std::vector<double> prefix(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + cost[i];
+  // best[j][i]: the smallest largest stage over pieces [0, i) cut into j stages; from[j][i] where
+  // the last of them begins.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(k + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<std::size_t>> from(k + 1, std::vector<std::size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (std::size_t j = 1; j <= k; ++j)
+    for (std::size_t i = j; i <= n; ++i)
+      for (std::size_t b = j - 1; b < i; ++b) {
+        const double v = std::max(best[j - 1][b], prefix[i] - prefix[b]);
+        if (v < best[j][i]) {
+          best[j][i] = v;
+          from[j][i] = b;
+        }
+      }
+  std::vector<std::size_t> begins(k);
+  std::size_t i = n;
+  for (std::size_t j = k; j >= 1; --j) {
+    begins[j - 1] = from[j][i];
+    i = from[j][i];
+  }
+  return begins;
+}
+
+std::vector<std::size_t> stages_at(const std::vector<ModelPiece>& pieces, const std::vector<std::string>& names,
+                                   int stages) {
+  std::string list;
+  for (const auto& p : pieces) list += (list.empty() ? "" : ", ") + p.name;
+  if (static_cast<int>(names.size()) != stages - 1)
+    fail(ErrorKind::usage, "{pipeline_split}", std::to_string(stages - 1) + " piece names for {pipeline} " +
+                                                  std::to_string(stages) + " (where stages 1.." +
+                                                  std::to_string(stages - 1) + " begin)",
+         std::to_string(names.size()) + " names", "the model's pieces, in order: " + list);
+  std::vector<std::size_t> begins{0};
+  for (const auto& name : names) {
+    auto it = std::find_if(pieces.begin(), pieces.end(), [&](const ModelPiece& p) { return p.name == name; });
+    if (it == pieces.end())
+      fail(ErrorKind::usage, "{pipeline_split} " + name, "a piece of the model", "no piece of that name",
+           "the model's pieces, in order: " + list);
+    const auto at = static_cast<std::size_t>(it - pieces.begin());
+    if (at <= begins.back())
+      fail(ErrorKind::usage, "{pipeline_split} " + name, "pieces in the model's order, after its first",
+           "out of order", "the model's pieces, in order: " + list);
+    begins.push_back(at);
+  }
+  return begins;
+}
+
+std::vector<std::pair<char, int>> one_f_one_b(int stage, int stages, int micro_batches) {
+  std::vector<std::pair<char, int>> order;
+  const int warm = std::min(micro_batches, stages - 1 - stage);
+  int f = 0, b = 0;
+  while (f < warm) order.emplace_back('F', f++);
+  while (f < micro_batches) {
+    order.emplace_back('F', f++);
+    order.emplace_back('B', b++);
+  }
+  while (b < micro_batches) order.emplace_back('B', b++);
+  return order;
+}
+
+namespace {
+
+constexpr int kActivationTag = 1, kGradientTag = 2;
+constexpr std::int64_t kHeader = 12;  // dtype, channels-last, rank, up to 9 sizes
+
+// One message: a header that says the tensor's dtype, layout and shape, then its elements. A
+// channels-last tensor travels as its NHWC memory (a dense permutation, no copy), so that the next
+// stage computes on the layout the previous one produced, as one process would.
+void send_tensor(ProcessGroup& g, const torch::Tensor& t, int dst, int tag) {
+  const bool cl = t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(torch::MemoryFormat::ChannelsLast);
+  if (t.dim() > kHeader - 3)
+    fail(ErrorKind::unsupported, "a pipeline activation of " + std::to_string(t.dim()) + " dimensions",
+         "at most " + std::to_string(kHeader - 3), "more", "");
+  auto header = torch::zeros({kHeader}, torch::kInt64);
+  auto h = header.accessor<std::int64_t, 1>();
+  h[0] = static_cast<std::int64_t>(t.scalar_type());
+  h[1] = cl ? 1 : 0;
+  h[2] = t.dim();
+  for (std::int64_t d = 0; d < t.dim(); ++d) h[3 + d] = t.size(d);
+  g.send(header.to(t.device()), dst, tag * 2);
+  g.send(cl ? t.permute({0, 2, 3, 1}) : t.contiguous(), dst, tag * 2 + 1);
+}
+
+torch::Tensor recv_tensor(ProcessGroup& g, const torch::Device& device, int src, int tag) {
+  auto header = torch::zeros({kHeader}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  g.recv(header, src, tag * 2);
+  header = header.cpu();
+  auto h = header.accessor<std::int64_t, 1>();
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(h[2]));
+  for (std::size_t d = 0; d < sizes.size(); ++d) sizes[d] = h[3 + static_cast<std::int64_t>(d)];
+  const auto dtype = static_cast<c10::ScalarType>(h[0]);
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  if (h[1] == 1) {
+    auto nhwc = torch::empty({sizes[0], sizes[2], sizes[3], sizes[1]}, options);
+    g.recv(nhwc, src, tag * 2 + 1);
+    return nhwc.permute({0, 3, 1, 2});
+  }
+  auto t = torch::empty(sizes, options);
+  g.recv(t, src, tag * 2 + 1);
+  return t;
+}
+
+// Which of the model's tensors a stage holds: those under its pieces' module names.
+struct Stage {
+  int index = 0, count = 1;
+  std::size_t begin = 0, end = 0;  // pieces
+  std::set<std::string> modules;
+  bool first() const { return index == 0; }
+  bool last() const { return index == count - 1; }
+  bool holds(const std::string& tensor) const {
+    for (const auto& m : modules)
+      if (tensor.size() > m.size() && tensor.compare(0, m.size(), m) == 0 && tensor[m.size()] == '.') return true;
+    return false;
+  }
+};
+
+// The step of one stage: its micro-batches' forwards and backwards in 1F1B order, then one
+// all-reduce over the stages of the loss, of whether any gradient was inf/NaN (a skipped step is
+// skipped on every stage) and of the gradients' squared norm (clipping by the global norm), then
+// the optimizer step on this stage's parameters (the others have no gradient, so it skips them).
+class PipelineStep : public TrainStep {
+ public:
+  PipelineStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, const StepOptions& options,
+               ProcessGroup& group, const Stage& stage, std::vector<torch::Tensor> params)
+      : TrainStep(model, optimizer, scaler, options), g_(group), stage_(stage), params_(std::move(params)) {}
+
+  StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
+                 std::int64_t global_samples) override {
+    try {
+      return attempt_pipeline(batches, global_samples);
+    } catch (const c10::Error& e) {
+      // Halving the micro-batch on one stage alone would leave the others waiting for sends that
+      // never come; a budget error names what to change instead.
+      if (!is_out_of_memory(e)) throw;
+      fail(ErrorKind::budget, "GPU memory", "room for a micro-batch of " + std::to_string(options_.micro_batch),
+           "out of memory on pipeline stage " + std::to_string(stage_.index),
+           "run the same command again with more {micro_batches} (smaller ones: the same global batch; it resumes "
+           "from the last checkpoint), {grad_checkpoint} or more {pipeline} stages");
+    }
+  }
+
+ private:
+  struct Slot {
+    torch::Tensor input, output, loss;
+  };
+
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> micro_batches(
+      const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) const {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+    const std::int64_t micro = options_.micro_batch;
+    for (const auto& [images, labels] : batches)
+      for (std::int64_t start = 0; start < images.size(0); start += micro) {
+        const std::int64_t end = std::min(start + micro, images.size(0));
+        out.emplace_back(images.slice(0, start, end), labels.slice(0, start, end));
+      }
+    return out;
+  }
+
+  StepResult attempt_pipeline(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
+                              std::int64_t global_samples) {
+    const auto micro = micro_batches(batches);
+    std::int64_t local = 0;
+    for (const auto& [images, labels] : micro) local += images.size(0);
+    const std::int64_t total = global_samples > 0 ? global_samples : local;
+    optimizer_.zero_grad(/*set_to_none=*/true);
+    auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
+    auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
+    std::vector<Slot> slots(micro.size());
+    for (const auto& [what, i] : one_f_one_b(stage_.index, stage_.count, static_cast<int>(micro.size()))) {
+      Slot& s = slots[static_cast<std::size_t>(i)];
+      const auto& [images, labels] = micro[static_cast<std::size_t>(i)];
+      if (what == 'F') {
+        if (before_micro_step) before_micro_step(micro_steps_);
+        ++micro_steps_;
+        s.input = stage_.first() ? prepare_batch(images, options_)
+                                 : recv_tensor(g_, options_.device, stage_.index - 1, kActivationTag).requires_grad_();
+        AutocastGuard autocast(options_.device.type(), options_.amp);
+        s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
+        if (stage_.last()) {
+          auto y = labels.to(options_.device, /*non_blocking=*/true);
+          auto loss = torch::nn::functional::cross_entropy(s.output.to(torch::kFloat32), y, ce);
+          const double share = static_cast<double>(images.size(0)) / static_cast<double>(total);
+          s.loss = scaler_.scale(loss * share);
+          loss_sum += loss.detach() * static_cast<double>(images.size(0));
+        } else {
+          send_tensor(g_, s.output.detach(), stage_.index + 1, kActivationTag);
+        }
+      } else {
+        if (stage_.last()) {
+          s.loss.backward();
+        } else {
+          auto grad = recv_tensor(g_, options_.device, stage_.index + 1, kGradientTag);
+          torch::autograd::backward({s.output}, {grad});
+        }
+        if (!stage_.first()) send_tensor(g_, s.input.grad(), stage_.index - 1, kGradientTag);
+        s = Slot{};  // this micro-batch's activations are freed
+      }
+    }
+    g_.wait_sends();
+    return finish_step(loss_sum, total);
+  }
+
+  StepResult finish_step(const torch::Tensor& loss_sum, std::int64_t total) {
+    const bool finite_here = scaler_.unscale(params_);
+    auto square = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(options_.device));
+    if (options_.clip_grad_norm > 0)
+      for (const auto& p : params_)
+        if (p.grad().defined()) square += p.grad().to(torch::kFloat32).pow(2).sum();
+    auto agreed = torch::stack({loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()),
+                                square});
+    std::vector<torch::Tensor> one{agreed};
+    g_.all_reduce_sum(one);
+    agreed = one[0].cpu();
+    const auto a = agreed.accessor<float, 1>();
+    const bool finite = a[1] == 0;
+    if (!finite) scaler_.found_inf_elsewhere();
+    if (finite) {
+      if (options_.clip_grad_norm > 0) {
+        // torch.nn.utils.clip_grad_norm_'s rule, over every stage's gradients.
+        const double coef = options_.clip_grad_norm / (std::sqrt(static_cast<double>(a[2])) + 1e-6);
+        if (coef < 1) {
+          torch::NoGradGuard no_grad;
+          for (auto& p : params_)
+            if (p.grad().defined()) p.mutable_grad().mul_(coef);
+        }
+      }
+      if (before_optimizer_step) before_optimizer_step();
+      optimizer_.step();
+    }
+    scaler_.update();
+    StepResult result;
+    result.samples = total;
+    result.skipped = !finite;
+    result.loss = static_cast<double>(a[0]) / static_cast<double>(total);
+    return result;
+  }
+
+  ProcessGroup& g_;
+  Stage stage_;
+  std::vector<torch::Tensor> params_;
+};
+
+// What evaluate() runs on a stage: its pieces of the forward, the activations through the stages;
+// the last stage returns the logits, the others zeros of the same shape (their counts are replaced
+// by the last stage's: combine_eval).
+class StageForward : public Model {
+ public:
+  StageForward(Model& model, ProcessGroup& group, const Stage& stage, std::int64_t classes)
+      : model_(model), g_(group), stage_(stage), classes_(classes) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    const torch::Device device = x.device();
+    if (!stage_.first()) x = recv_tensor(g_, device, stage_.index - 1, kActivationTag);
+    auto out = model_.run_pieces(x, stage_.begin, stage_.end);
+    if (stage_.last()) return out;
+    send_tensor(g_, out, stage_.index + 1, kActivationTag);
+    g_.wait_sends();
+    return torch::zeros({x.size(0), classes_}, torch::TensorOptions().device(device));
+  }
+  void train(bool on) override {
+    torch::nn::Module::train(on);
+    model_.train(on);
+  }
+  std::string head_prefix() const override { return model_.head_prefix(); }
+
+ private:
+  Model& model_;
+  ProcessGroup& g_;
+  Stage stage_;
+  std::int64_t classes_;
+};
+
+class PipelineCollective : public GroupCollective {
+ public:
+  PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o) : GroupCollective(std::move(g)), o_(std::move(o)) {
+    if (world() != o_.stages)
+      fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages),
+           std::to_string(o_.stages) + " processes, one per stage", std::to_string(world()) + " processes",
+           "start as many processes as stages ({nproc} " + std::to_string(o_.stages) +
+               "); stages with data-parallel replicas are not built yet");
+    stage_.index = rank();
+    stage_.count = o_.stages;
+  }
+
+  // The model cut (by --pipeline-split, or balanced by the pieces' measured time), this stage's
+  // pieces on the device, the plan said once.
+  void place(Model& model, const torch::Device& device) override {
+    const auto& pieces = model.pieces();
+    if (pieces.empty())
+      fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages), "a model whose forward frugal can cut",
+           "a TorchScript module (its forward is its own code)", "train it with data parallelism ({nproc}) instead");
+    if (static_cast<int>(pieces.size()) < o_.stages)
+      fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages), "at most one stage per piece of the model",
+           std::to_string(pieces.size()) + " pieces", "use fewer stages");
+    std::vector<double> cost;
+    std::vector<std::size_t> begins;
+    std::string how;
+    if (!o_.split.empty()) {
+      begins = stages_at(pieces, o_.split, o_.stages);
+      how = "cut at {pipeline_split}";
+    } else {
+      cost = piece_costs(model, device);
+      begins = balance_stages(cost, o_.stages);
+      how = "balanced by each piece's measured forward and backward time";
+    }
+    begins.push_back(pieces.size());
+    begins_ = begins;
+    stage_.begin = begins[static_cast<std::size_t>(stage_.index)];
+    stage_.end = begins[static_cast<std::size_t>(stage_.index) + 1];
+    for (std::size_t i = stage_.begin; i < stage_.end; ++i)
+      stage_.modules.insert(pieces[i].modules.begin(), pieces[i].modules.end());
+    for (auto& m : model.named_modules("", /*include_self=*/false))
+      if (stage_.modules.count(m.key())) m.value()->to(device);
+    if (rank0()) say_plan(model, begins, cost, how);
+  }
+
+  std::unique_ptr<TrainStep> make_step(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler,
+                                       const StepOptions& options) override {
+    // A micro-batch of ceil(B / M) samples (o_.sample's first size), or the smaller one a resumed
+    // run had come down to (a resumed checkpoint's micro-batch is this step's forward size).
+    StepOptions o = options;
+    o.micro_batch = static_cast<int>(std::min<std::int64_t>(options.micro_batch, o_.sample.at(0)));
+    std::vector<torch::Tensor> params;
+    for (auto& p : model.named_parameters())
+      if (p.value().requires_grad() && stage_.holds(p.key())) params.push_back(p.value());
+    return std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, stage_, std::move(params));
+  }
+
+  // Every stage's parameters, buffers and optimizer state from the rank that trains them, into
+  // every rank's copy (rank 0 saves one whole model, under the whole model's names).
+  void gather(Model& model, const OptimizerSetup& opt) override {
+    torch::NoGradGuard no_grad;
+    const torch::Device device = g_->backend() == "gloo" ? torch::Device(torch::kCPU) : first_device(model);
+    for (int s = 0; s < stage_.count; ++s) {
+      Stage owner = stage_;
+      owner.index = s;
+      owner.modules = modules_of(model, s);
+      std::vector<torch::Tensor> live;
+      NamedTensors params;
+      for (auto& p : model.named_parameters())
+        if (owner.holds(p.key())) {
+          live.push_back(p.value());
+          params.emplace_back(p.key(), p.value());
+        }
+      for (auto& b : model.named_buffers())
+        if (owner.holds(b.key())) live.push_back(b.value());
+      NamedTensors state = optimizer_state(*opt.optimizer, params);
+      std::vector<torch::Tensor> moving;
+      for (auto& t : live) moving.push_back(t.to(device).contiguous());
+      for (auto& [name, t] : state) moving.push_back(t.to(device).contiguous());
+      g_->broadcast(moving, s);
+      if (s == stage_.index) continue;
+      for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(moving[i]);
+      Checkpoint ck;
+      for (std::size_t i = 0; i < state.size(); ++i) ck.state.emplace_back(state[i].first, moving[live.size() + i].cpu());
+      load_optimizer_state(*opt.optimizer, params, ck);
+    }
+  }
+
+  Model& eval_model(Model& model) override {
+    if (!forward_) forward_ = std::make_shared<StageForward>(model, *g_, stage_, classes_of(model));
+    return *forward_;
+  }
+  void combine_eval(std::vector<torch::Tensor>& counts) override {
+    for (auto& c : counts) {
+      std::vector<torch::Tensor> one{c};
+      g_->broadcast(one, stage_.count - 1);
+    }
+  }
+
+  int replicas() const override { return 1; }
+  int replica() const override { return 0; }
+
+  // Only the first stage counts the step's samples (every stage loads the same batches).
+  StepPlan agree_on_step(const StepPlan& mine) override {
+    StepPlan m = mine;
+    if (!stage_.first()) m.samples = 0;
+    return GroupCollective::agree_on_step(m);
+  }
+  // Each stage's batch-norm statistics are its own (the others' copies are stale until gather).
+  void average(std::vector<torch::Tensor>&) override {}
+  // Every rank built the model from the same seed and resumed the same checkpoint; a stage uses
+  // only its own tensors, so there is nothing to make equal (the others stay on the CPU).
+  void broadcast_from_rank0(std::vector<torch::Tensor>&) override {}
+  // One pipeline is one replica: its stages draw dropout as one process of a group would.
+  void seed_step(std::uint64_t seed, std::int64_t step) override {
+    torch::manual_seed(mix_seed(mix_seed(seed, 0), static_cast<std::uint64_t>(step)));
+  }
+  std::string describe() const override {
+    return "pipeline: stage " + std::to_string(stage_.index) + " of " + std::to_string(stage_.count) + " (" +
+           g_->backend() + ")";
+  }
+
+ private:
+  // Forward and backward seconds of each piece on a micro-batch of zeros, one piece on the device at
+  // a time (the whole model need not fit), measured by rank 0 and used by all. The model is in eval
+  // mode meanwhile (batch-norm statistics and dropout untouched).
+  std::vector<double> piece_costs(Model& model, const torch::Device& device) {
+    const auto& pieces = model.pieces();
+    auto cost = torch::zeros({static_cast<std::int64_t>(pieces.size())}, torch::kFloat64);
+    if (rank0()) {
+      const bool was_training = model.is_training();
+      model.eval();
+      auto named = model.named_modules("", false);
+      auto x = as_channels_last(torch::zeros(o_.sample, torch::TensorOptions().device(device)));
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        for (const auto& m : pieces[i].modules)
+          if (named.contains(m)) named[m]->to(device);
+        double best = std::numeric_limits<double>::infinity();
+        torch::Tensor out;
+        for (int rep = 0; rep < 3; ++rep) {
+          auto in = x.detach().requires_grad_();
+          sync(device);
+          const auto t0 = std::chrono::steady_clock::now();
+          {
+            AutocastGuard autocast(device.type(), o_.amp);
+            out = pieces[i].run(in);
+          }
+          out.to(torch::kFloat32).sum().backward();
+          sync(device);
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (rep > 0) best = std::min(best, secs);
+        }
+        for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+        x = out.detach();
+        for (const auto& m : pieces[i].modules)
+          if (named.contains(m)) named[m]->to(torch::kCPU);
+        cost[static_cast<std::int64_t>(i)] = best;
+      }
+      model.train(was_training);
+    }
+    g_->control_broadcast(cost);
+    return {cost.data_ptr<double>(), cost.data_ptr<double>() + cost.numel()};
+  }
+
+  std::set<std::string> modules_of(const Model& model, int s) const {
+    const auto& begins = begins_of(model);
+    std::set<std::string> out;
+    for (std::size_t i = begins[static_cast<std::size_t>(s)]; i < begins[static_cast<std::size_t>(s) + 1]; ++i)
+      out.insert(model.pieces()[i].modules.begin(), model.pieces()[i].modules.end());
+    return out;
+  }
+
+  const std::vector<std::size_t>& begins_of(const Model&) const { return begins_; }
+
+  void say_plan(Model& model, const std::vector<std::size_t>& begins, const std::vector<double>& cost,
+                const std::string& how) {
+    const auto& pieces = model.pieces();
+    double all = 0;
+    for (double c : cost) all += c;
+    std::string line = "pipeline: " + std::to_string(o_.stages) + " stages x " + std::to_string(o_.micro_batches) +
+                       " micro-batches a step, 1F1B (" + how + "):";
+    for (int s = 0; s < o_.stages; ++s) {
+      const std::size_t b = begins[static_cast<std::size_t>(s)], e = begins[static_cast<std::size_t>(s) + 1];
+      std::int64_t numel = 0;
+      Stage st;
+      for (std::size_t i = b; i < e; ++i) st.modules.insert(pieces[i].modules.begin(), pieces[i].modules.end());
+      for (auto& p : model.named_parameters())
+        if (st.holds(p.key())) numel += p.value().numel();
+      double share = 0;
+      for (std::size_t i = b; i < e && i < cost.size(); ++i) share += cost[i];
+      line += " stage " + std::to_string(s) + " = " + pieces[b].name + (e - b > 1 ? ".." + pieces[e - 1].name : "") +
+              " (" + millions(numel) + " parameters" +
+              (all > 0 ? ", " + std::to_string(static_cast<int>(std::lround(100 * share / all))) + "% of the time"
+                       : "") +
+              ")" + (s + 1 < o_.stages ? ";" : "");
+    }
+    note(line);
+  }
+
+  static void sync(const torch::Device& device) {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  }
+
+  static std::string millions(std::int64_t n) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f M", static_cast<double>(n) / 1e6);
+    return buf;
+  }
+
+  static torch::Device first_device(Model& model) {
+    for (auto& p : model.parameters())
+      if (!p.device().is_cpu()) return p.device();
+    return torch::kCPU;
+  }
+
+  std::int64_t classes_of(Model& model) const {
+    std::int64_t classes = 0;
+    for (auto& p : model.named_parameters())
+      if (p.key() == model.head_prefix() + ".weight") classes = p.value().size(0);
+    return classes;
+  }
+
+  PipelineOptions o_;
+  Stage stage_;
+  std::vector<std::size_t> begins_;
+  std::shared_ptr<StageForward> forward_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_pipeline(std::unique_ptr<ProcessGroup> group, const PipelineOptions& options) {
+  return std::make_unique<PipelineCollective>(std::move(group), options);
+}
+
+}  // namespace frugal

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Pipeline stages (train --pipeline N, issue 31) on the CPU with Gloo, launched as users launch them
+# (torchrun's environment, and --nproc). Shows: a 2-stage pipeline with M micro-batches of B/M
+# trains bitwise equal (weights, batch-norm statistics, optimizer state) to one process with
+# --batch-size B/M --accum M; its checkpoint is one whole model (eval loads it, and its accuracy is
+# the pipeline's evaluation's); --pipeline-split cuts where named and refuses unknown names with the
+# model's pieces; kill -9 of stage 1 ends stage 0 within --dist-timeout (exit 1), and the rerun
+# resumes and ends bitwise equal to the uninterrupted run; a stopped (hanging) stage ends the other
+# within the timeout; a pipeline run resumes in one process; mistakes are refused with a hint.
+source "$(dirname "$0")/lib/common.sh"
+needs_commands frugal frugal-torch
+needs_python PIL safetensors torch
+torchrun=$(dirname "$py")/torchrun
+[[ -x $torchrun ]] || torchrun=$(command -v torchrun) || skip "torchrun not found (it comes with torch: .venv/bin)"
+export PATH=$(dirname "$torchrun"):$PATH OMP_NUM_THREADS=1
+pids=()
+on_exit 'for p in "${pids[@]}"; do kill -KILL $p 2>/dev/null; done'
+
+make_shapes_zip "$t/digits.zip" 60 0
+make_shapes_zip "$t/val.zip" 16 1
+
+free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# ranks RUN LOGPREFIX ARGS...: rank 0 and rank 1 of 2 in the background (pids r0, r1)
+ranks() {
+  local run=$1 log=$2 port r
+  port=$(free_port)
+  shift 2
+  for r in 0 1; do
+    RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      frugal-torch train "$@" --run "$run" > "$log$r.out" 2> "$log$r.err" &
+    pids+=($!)
+    eval "r$r=$!"
+  done
+}
+# one RUN LOG ARGS...: one process in a group of one (dropout draws as a pipeline's stages do)
+one() {
+  local run=$1 log=$2
+  shift 2
+  RANK=0 WORLD_SIZE=1 FRUGAL_FORCE_GROUP=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(free_port) \
+    frugal-torch train "$@" --run "$run" > "$log.out" 2> "$log.err"
+}
+newest() { ls "$1" | grep '^ckpt-' | sort | tail -1; }
+# tensors A B: the largest difference between the floating-point tensors of two checkpoints
+# (weights, statistics, optimizer state; not the random generators', which stages keep apart)
+tensors() {
+  "$py" - "$@" <<'PY'
+import sys
+from safetensors.torch import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert a.keys() == b.keys(), sorted(set(a) ^ set(b))
+keys = [k for k in a if a[k].is_floating_point()]
+assert any(".exp_avg" in k for k in keys), "no optimizer state compared"
+print(max(float((a[k].double() - b[k].double()).abs().max()) if a[k].numel() else 0.0 for k in keys))
+PY
+}
+zero() { "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) == 0.0 else 1)" "$1"; }
+cnn=(--data "$t/digits.zip" --val "$t/val.zip" --model cnn --device cpu --workers 1 --deterministic --seed 3)
+
+# --- A: 2 stages x 2 micro-batches of 4 against one process with --batch-size 4 --accum 2
+one "$t/solo" "$t/solo" "${cnn[@]}" --epochs 2 --batch-size 4 --accum 2 --save-every 5steps || die "one process" "$t/solo.err"
+ranks "$t/pipe" "$t/pipe" "${cnn[@]}" --epochs 2 --batch-size 8 --pipeline 2 --micro-batches 2 --save-every 5steps
+wait $r0 || die "stage 0 failed" "$t/pipe0.err" "$t/pipe1.err"
+wait $r1 || die "stage 1 failed" "$t/pipe1.err"
+expect_msg "rank 0 says it is stage 0 of 2" "pipeline: stage 0 of 2 (gloo), a global batch of 8 images" "$t/pipe0.err"
+expect_msg "and how the model was cut" "pipeline: 2 stages x 2 micro-batches a step, 1F1B (balanced by each piece's measured" "$t/pipe0.err"
+check "stage 1 prints nothing" '[ ! -s "$t/pipe1.err" ]'
+check "both end at the same step" '[ "$(newest "$t/pipe")" == "$(newest "$t/solo")" ]'
+diff=$(tensors "$t/solo/$(newest "$t/solo")" "$t/pipe/$(newest "$t/pipe")")
+check "the pipeline's weights and optimizer state equal one process's with --accum 2 (largest difference $diff)" 'zero "$diff"'
+ck="$t/pipe/$(newest "$t/pipe")"
+check "the checkpoint holds both stages' tensors under the whole model's names" \
+  '"$py" -c "import sys; from safetensors import safe_open; k = set(safe_open(sys.argv[1], \"pt\").keys()); sys.exit(0 if {\"features.0.0.weight\", \"fc.weight\", \"fc1.weight\"} <= k else 1)" "$ck"'
+last() { "$py" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if "val_accuracy" in l][-1][sys.argv[2]])' "$@"; }
+acc=$(last "$t/pipe/metrics.jsonl" val_accuracy)
+solo_acc=$(last "$t/solo/metrics.jsonl" val_accuracy)
+frugal eval "$ck" --data "$t/val.zip" --json > "$t/eval.json" 2> "$t/eval.err" || die "eval of the pipeline's checkpoint" "$t/eval.err"
+one_acc=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"])' "$t/eval.json")
+check "the pipeline's evaluation ($acc) equals frugal eval of its checkpoint ($one_acc) and one process's ($solo_acc)" \
+  '[ "$acc" == "$one_acc" ] && [ "$acc" == "$solo_acc" ]'
+
+# --- B: --pipeline-split on resnet18: cut where named; an unknown name lists the pieces
+res=(--data "$t/digits.zip" --val "$t/val.zip" --model resnet18 --image-size 32 --device cpu --workers 1 --deterministic)
+ranks "$t/split" "$t/split" "${res[@]}" --epochs 1 --batch-size 16 --pipeline 2 --micro-batches 2 --pipeline-split layer3.0
+wait $r0 && wait $r1 || die "the split run failed" "$t/split0.err" "$t/split1.err"
+expect_msg "the cut is where it was asked" "stage 0 = stem..layer2.1" "$t/split0.err"
+expect_msg "and stage 1 holds the rest" "stage 1 = layer3.0..head" "$t/split0.err"
+ranks "$t/badsplit" "$t/badsplit" "${res[@]}" --epochs 1 --batch-size 16 --pipeline 2 --micro-batches 2 --pipeline-split layer9.0
+set +e
+wait $r0
+rc=$?
+wait $r1
+set -e
+check "an unknown piece name is a usage error (exit $rc)" '[ $rc -eq 2 ]'
+expect_msg "naming the pieces" "the model's pieces, in order: stem, layer1.0, layer1.1" "$t/badsplit0.err"
+
+# --- C: kill -9 of stage 1 after step 10's checkpoint: stage 0 ends within the bound; the rerun
+# resumes and ends with the uninterrupted run's tensors
+ranks "$t/int" "$t/int" "${cnn[@]}" --epochs 2 --batch-size 8 --pipeline 2 --micro-batches 2 --save-every 5steps \
+  --dist-timeout 20s
+deadline=$((SECONDS + 120))
+until ls "$t/int" 2>/dev/null | grep -q 's000005'; do
+  ((SECONDS < deadline)) || die "no checkpoint of step 5" "$t/int0.err"
+  kill -0 $r1 2>/dev/null || die "stage 1 ended before step 5" "$t/int1.err"
+  sleep 0.05
+done
+kill -0 $r1 2>/dev/null || die "stage 1 ended before the kill" "$t/int1.err"
+kill -KILL $r1
+killed_at=$SECONDS
+wait $r1 2>/dev/null || true
+set +e
+wait $r0
+rc=$?
+set -e
+check "stage 0 exits 1 (lost contact) when stage 1 is killed (exit $rc)" '[ $rc -eq 1 ]'
+check "within the 20 s bound ($((SECONDS - killed_at)) s)" '[ $((SECONDS - killed_at)) -le 20 ]'
+expect_msg "stage 0 says what happened" "rank 0 of 2: expected the other ranks to answer" "$t/int0.err"
+cp -r "$t/int" "$t/cont"  # for E: the interrupted run, resumed in one process
+ranks "$t/int" "$t/rerun" "${cnn[@]}" --epochs 2 --batch-size 8 --pipeline 2 --micro-batches 2 --save-every 5steps \
+  --dist-timeout 20s
+wait $r0 && wait $r1 || die "the rerun failed" "$t/rerun0.err" "$t/rerun1.err"
+expect_msg "the rerun resumes from a checkpoint" "resuming from ckpt-e" "$t/rerun0.err"
+check "the rerun ends at the reference's step" '[ "$(newest "$t/int")" == "$(newest "$t/pipe")" ]'
+diff=$(tensors "$t/pipe/$(newest "$t/pipe")" "$t/int/$(newest "$t/int")")
+check "its tensors equal the uninterrupted pipeline's (largest difference $diff)" 'zero "$diff"'
+
+# --- D: a stage that hangs (SIGSTOP) ends the other within --dist-timeout, with a message
+ranks "$t/hang" "$t/hang" "${cnn[@]}" --epochs 50 --batch-size 8 --pipeline 2 --save-every 5steps --dist-timeout 5s
+deadline=$((SECONDS + 120))
+until ls "$t/hang" 2>/dev/null | grep -q 's000005'; do
+  ((SECONDS < deadline)) || die "no checkpoint of step 5" "$t/hang0.err"
+  sleep 0.05
+done
+kill -STOP $r1
+stopped_at=$SECONDS
+set +e
+wait $r0
+rc=$?
+set -e
+kill -KILL $r1 2>/dev/null || true
+check "stage 0 exits 1 when stage 1 hangs (exit $rc)" '[ $rc -eq 1 ]'
+check "within about the 5 s timeout ($((SECONDS - stopped_at)) s)" '[ $((SECONDS - stopped_at)) -le 20 ]'
+expect_msg "saying the other ranks did not answer" "expected the other ranks to answer" "$t/hang0.err"
+
+# --- E: the interrupted pipeline's checkpoint resumes in one process (by parameter name) and
+# ends with one process's tensors
+one "$t/cont" "$t/cont" "${cnn[@]}" --epochs 2 --batch-size 4 --accum 2 --save-every 5steps ||
+  die "one process resuming the pipeline's run" "$t/cont.err"
+expect_msg "one process resumes the pipeline's checkpoint" "resuming from ckpt-e" "$t/cont.err"
+diff=$(tensors "$t/solo/$(newest "$t/solo")" "$t/cont/$(newest "$t/cont")")
+check "and ends with the tensors of one process's uninterrupted run (largest difference $diff)" 'zero "$diff"'
+
+# --- F: mistakes
+set +e
+frugal-torch train "${cnn[@]}" --epochs 1 --pipeline 2 --run "$t/alone" > /dev/null 2> "$t/alone.err"
+rc=$?
+set -e
+check "--pipeline 2 in one process is a usage error (exit $rc)" '[ $rc -eq 2 ]'
+expect_msg "with the launch to use" "add --nproc 2" "$t/alone.err"
+set +e
+frugal-torch train "${cnn[@]}" --epochs 1 --micro-batches 4 --run "$t/nomb" > /dev/null 2> "$t/nomb.err"
+rc=$?
+set -e
+check "--micro-batches without --pipeline is a usage error (exit $rc)" '[ $rc -eq 2 ]'
+
+# --- G: --nproc launches the stages too
+frugal-torch train "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --nproc 2 --run "$t/nproc" > "$t/nproc.out" 2> "$t/nproc.err" ||
+  die "--nproc 2 --pipeline 2" "$t/nproc.err"
+check "--nproc 2 --pipeline 2 saves a checkpoint" '[ -n "$(newest "$t/nproc")" ]'
+finish
