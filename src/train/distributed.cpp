@@ -43,12 +43,17 @@ double seconds(std::chrono::steady_clock::time_point t0) {
 class C10dGroup : public ProcessGroup {
  public:
   C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<c10d::Backend> pg,
-            c10::intrusive_ptr<c10d::Backend> control, bool cuda, std::chrono::milliseconds timeout)
+            c10::intrusive_ptr<c10d::Backend> control, c10::intrusive_ptr<c10d::Store> store, torch::Device device,
+            std::chrono::milliseconds timeout)
       : ProcessGroup(std::move(env), std::move(backend)),
         pg_(std::move(pg)),
         control_(std::move(control)),
-        cuda_(cuda),
+        store_(std::move(store)),
+        device_(device),
+        cuda_(device.is_cuda()),
         timeout_(timeout) {}
+
+  std::unique_ptr<ProcessGroup> subgroup(const std::vector<int>& ranks, const std::string& name) override;
 
   void control_all_reduce_sum(torch::Tensor& t) override {
     run("all-reduce", [&] {
@@ -166,6 +171,8 @@ class C10dGroup : public ProcessGroup {
   c10::intrusive_ptr<c10d::Backend> pg_, control_;
   std::vector<c10::intrusive_ptr<c10d::Work>> sends_;
   std::vector<torch::Tensor> sent_;  // kept until their sends are done
+  c10::intrusive_ptr<c10d::Store> store_;
+  torch::Device device_;
   bool cuda_;
   std::chrono::milliseconds timeout_;
 };
@@ -382,32 +389,10 @@ void wait_for_store(const DistEnv& env, std::chrono::steady_clock::time_point de
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch::Device& device,
-                                                 std::chrono::milliseconds timeout,
-                                                 const std::function<bool()>& stop_requested) {
-  // The rendezvous, like every collective, is bounded by the run's timeout (README: a process
-  // that never answers ends the others within --dist-timeout): the ranks must start within it.
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  c10::intrusive_ptr<c10d::Store> store;
-  const bool serves = env.rank == 0 && !env.agent_store;
-  if (!serves) wait_for_store(env, deadline, timeout, stop_requested);
-  try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(env.master_port);
-    so.isServer = serves;
-    so.numWorkers = env.world;
-    so.waitWorkers = false;
-    // The store's own waits (Gloo's mesh, NCCL's id exchange at the first collective) take the
-    // run's timeout; the store is known to listen by now, so its connect does not wait.
-    so.timeout = timeout;
-    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
-    if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + env.restart_count, store);
-  } catch (const std::exception& e) {
-    fail(ErrorKind::io, env.master_addr + ":" + std::to_string(env.master_port),
-         "the rendezvous of " + std::to_string(env.world) + " ranks (MASTER_ADDR:MASTER_PORT)",
-         std::string("no connection (") + e.what() + ")",
-         "check that every rank was given the same address and port and that rank 0 is running");
-  }
+// The data group (Gloo, or NCCL on CUDA) and the control group (Gloo) of `env`'s ranks, rendezvoused
+// through `store`.
+static std::unique_ptr<ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env,
+                                         const torch::Device& device, std::chrono::milliseconds timeout) {
   c10::intrusive_ptr<c10d::Backend> pg, control;
   std::string name;
   try {
@@ -435,7 +420,46 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch
          "a process group with the other ranks", std::string("none (") + e.what() + ")",
          "check that every rank runs the same command and can reach the others");
   }
-  return std::make_unique<C10dGroup>(env, name, std::move(pg), std::move(control), device.is_cuda(), timeout);
+  return std::make_unique<C10dGroup>(env, name, std::move(pg), std::move(control), store, device, timeout);
+}
+
+std::unique_ptr<ProcessGroup> C10dGroup::subgroup(const std::vector<int>& ranks, const std::string& name) {
+  DistEnv sub = env_;
+  sub.world = static_cast<int>(ranks.size());
+  const auto at = std::find(ranks.begin(), ranks.end(), env_.rank);
+  if (at == ranks.end())
+    throw std::logic_error("subgroup " + name + " without this rank");
+  sub.rank = static_cast<int>(at - ranks.begin());
+  return make_group(c10::make_intrusive<c10d::PrefixStore>("frugal/sub/" + name, store_), sub, device_, timeout_);
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env, const torch::Device& device,
+                                                 std::chrono::milliseconds timeout,
+                                                 const std::function<bool()>& stop_requested) {
+  // The rendezvous, like every collective, is bounded by the run's timeout (README: a process
+  // that never answers ends the others within --dist-timeout): the ranks must start within it.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  const bool serves = env.rank == 0 && !env.agent_store;
+  if (!serves) wait_for_store(env, deadline, timeout, stop_requested);
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(env.master_port);
+    so.isServer = serves;
+    so.numWorkers = env.world;
+    so.waitWorkers = false;
+    // The store's own waits (Gloo's mesh, NCCL's id exchange at the first collective) take the
+    // run's timeout; the store is known to listen by now, so its connect does not wait.
+    so.timeout = timeout;
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + env.restart_count, store);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::io, env.master_addr + ":" + std::to_string(env.master_port),
+         "the rendezvous of " + std::to_string(env.world) + " ranks (MASTER_ADDR:MASTER_PORT)",
+         std::string("no connection (") + e.what() + ")",
+         "check that every rank was given the same address and port and that rank 0 is running");
+  }
+  return make_group(store, env, device, timeout);
 }
 
 void ProcessGroup::prepare_gradients(const std::vector<torch::Tensor>& params) {

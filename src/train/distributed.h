@@ -65,6 +65,10 @@ class ProcessGroup {
   virtual void send(const torch::Tensor& t, int dst, int tag) = 0;
   virtual void recv(torch::Tensor& t, int src, int tag) = 0;
   virtual void wait_sends() = 0;
+  // A group of some of this group's ranks (this one among them), e.g. the data-parallel replicas of
+  // one pipeline stage: made by each of its ranks, with the same `name`, rendezvoused through this
+  // group's store; its ranks are numbered in the order of `ranks`.
+  virtual std::unique_ptr<ProcessGroup> subgroup(const std::vector<int>& ranks, const std::string& name) = 0;
   // Before a step's backward: makes each parameter's gradient a view of a flat bucket (about
   // bucket_bytes per bucket and dtype, laid out as the parameter: channels-last too) and zeroes
   // the buckets, so that backward accumulates straight into them (DDP's gradient_as_bucket_view).

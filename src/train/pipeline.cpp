@@ -128,6 +128,7 @@ torch::Tensor recv_tensor(ProcessGroup& g, const torch::Device& device, int src,
 // Which of the model's tensors a stage holds: those under its pieces' module names.
 struct Stage {
   int index = 0, count = 1;
+  int prev = -1, next = -1;  // the ranks of the stages before and after this one (same replica)
   std::size_t begin = 0, end = 0;  // pieces
   std::set<std::string> modules;
   bool first() const { return index == 0; }
@@ -145,9 +146,17 @@ struct Stage {
 // the optimizer step on this stage's parameters (the others have no gradient, so it skips them).
 class PipelineStep : public TrainStep {
  public:
+  // `replicas`: the group of this stage's data-parallel replicas, which sum its gradients (null:
+  // one pipeline); `replica0`: whether this is the first replica (which adds to the global norm).
   PipelineStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, const StepOptions& options,
-               ProcessGroup& group, const Stage& stage, std::vector<torch::Tensor> params)
-      : TrainStep(model, optimizer, scaler, options), g_(group), stage_(stage), params_(std::move(params)) {}
+               ProcessGroup& group, ProcessGroup* replicas, bool replica0, const Stage& stage,
+               std::vector<torch::Tensor> params)
+      : TrainStep(model, optimizer, scaler, options),
+        g_(group),
+        replicas_(replicas),
+        replica0_(replica0),
+        stage_(stage),
+        params_(std::move(params)) {}
 
   StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
                  std::int64_t global_samples) override {
@@ -187,7 +196,10 @@ class PipelineStep : public TrainStep {
     std::int64_t local = 0;
     for (const auto& [images, labels] : micro) local += images.size(0);
     const std::int64_t total = global_samples > 0 ? global_samples : local;
-    optimizer_.zero_grad(/*set_to_none=*/true);
+    if (replicas_)
+      replicas_->prepare_gradients(params_);  // backward accumulates into the all-reduce's buckets
+    else
+      optimizer_.zero_grad(/*set_to_none=*/true);
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
     auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
     std::vector<Slot> slots(micro.size());
@@ -198,7 +210,7 @@ class PipelineStep : public TrainStep {
         if (before_micro_step) before_micro_step(micro_steps_);
         ++micro_steps_;
         s.input = stage_.first() ? prepare_batch(images, options_)
-                                 : recv_tensor(g_, options_.device, stage_.index - 1, kActivationTag).requires_grad_();
+                                 : recv_tensor(g_, options_.device, stage_.prev, kActivationTag).requires_grad_();
         AutocastGuard autocast(options_.device.type(), options_.amp);
         s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
         if (stage_.last()) {
@@ -208,27 +220,28 @@ class PipelineStep : public TrainStep {
           s.loss = scaler_.scale(loss * share);
           loss_sum += loss.detach() * static_cast<double>(images.size(0));
         } else {
-          send_tensor(g_, s.output.detach(), stage_.index + 1, kActivationTag);
+          send_tensor(g_, s.output.detach(), stage_.next, kActivationTag);
         }
       } else {
         if (stage_.last()) {
           s.loss.backward();
         } else {
-          auto grad = recv_tensor(g_, options_.device, stage_.index + 1, kGradientTag);
+          auto grad = recv_tensor(g_, options_.device, stage_.next, kGradientTag);
           torch::autograd::backward({s.output}, {grad});
         }
-        if (!stage_.first()) send_tensor(g_, s.input.grad(), stage_.index - 1, kGradientTag);
+        if (!stage_.first()) send_tensor(g_, s.input.grad(), stage_.prev, kGradientTag);
         s = Slot{};  // this micro-batch's activations are freed
       }
     }
     g_.wait_sends();
+    if (replicas_) replicas_->all_reduce_gradients(params_, {});
     return finish_step(loss_sum, total);
   }
 
   StepResult finish_step(const torch::Tensor& loss_sum, std::int64_t total) {
     const bool finite_here = scaler_.unscale(params_);
     auto square = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(options_.device));
-    if (options_.clip_grad_norm > 0)
+    if (options_.clip_grad_norm > 0 && replica0_)  // the replicas hold the same (summed) gradients
       for (const auto& p : params_)
         if (p.grad().defined()) square += p.grad().to(torch::kFloat32).pow(2).sum();
     auto agreed = torch::stack({loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()),
@@ -261,6 +274,8 @@ class PipelineStep : public TrainStep {
   }
 
   ProcessGroup& g_;
+  ProcessGroup* replicas_;
+  bool replica0_;
   Stage stage_;
   std::vector<torch::Tensor> params_;
 };
@@ -275,10 +290,10 @@ class StageForward : public Model {
 
   torch::Tensor forward(torch::Tensor x) override {
     const torch::Device device = x.device();
-    if (!stage_.first()) x = recv_tensor(g_, device, stage_.index - 1, kActivationTag);
+    if (!stage_.first()) x = recv_tensor(g_, device, stage_.prev, kActivationTag);
     auto out = model_.run_pieces(x, stage_.begin, stage_.end);
     if (stage_.last()) return out;
-    send_tensor(g_, out, stage_.index + 1, kActivationTag);
+    send_tensor(g_, out, stage_.next, kActivationTag);
     g_.wait_sends();
     return torch::zeros({x.size(0), classes_}, torch::TensorOptions().device(device));
   }
@@ -298,13 +313,26 @@ class StageForward : public Model {
 class PipelineCollective : public GroupCollective {
  public:
   PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o) : GroupCollective(std::move(g)), o_(std::move(o)) {
-    if (world() != o_.stages)
+    // Ranks replica-major: replica d's stage s is rank d * N + s, so a pipeline's stages are
+    // neighbours (on one machine first) and stage s's replicas are s, s + N, s + 2N, ...
+    if (world() % o_.stages != 0)
       fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages),
-           std::to_string(o_.stages) + " processes, one per stage", std::to_string(world()) + " processes",
-           "start as many processes as stages ({nproc} " + std::to_string(o_.stages) +
-               "); stages with data-parallel replicas are not built yet");
-    stage_.index = rank();
+           "a number of processes that is a multiple of " + std::to_string(o_.stages) +
+               " (N stages x D data-parallel replicas)",
+           std::to_string(world()) + " processes",
+           "start " + std::to_string(o_.stages) + " x D processes ({nproc} " + std::to_string(o_.stages) + " or " +
+               std::to_string(2 * o_.stages) + ")");
     stage_.count = o_.stages;
+    stage_.index = rank() % o_.stages;
+    stage_.prev = stage_.first() ? -1 : rank() - 1;
+    stage_.next = stage_.last() ? -1 : rank() + 1;
+    replica_ = rank() / o_.stages;
+    replicas_ = world() / o_.stages;
+    if (replicas_ > 1) {
+      std::vector<int> same_stage;
+      for (int d = 0; d < replicas_; ++d) same_stage.push_back(d * o_.stages + stage_.index);
+      replica_group_ = g_->subgroup(same_stage, "stage" + std::to_string(stage_.index));
+    }
   }
 
   // The model cut (by --pipeline-split, or balanced by the pieces' measured time), this stage's
@@ -336,6 +364,8 @@ class PipelineCollective : public GroupCollective {
       stage_.modules.insert(pieces[i].modules.begin(), pieces[i].modules.end());
     for (auto& m : model.named_modules("", /*include_self=*/false))
       if (stage_.modules.count(m.key())) m.value()->to(device);
+    for (auto& b : model.named_buffers())
+      if (stage_.holds(b.key())) own_buffers_.insert(b.value().unsafeGetTensorImpl());
     if (rank0()) say_plan(model, begins, cost, how);
   }
 
@@ -348,7 +378,8 @@ class PipelineCollective : public GroupCollective {
     std::vector<torch::Tensor> params;
     for (auto& p : model.named_parameters())
       if (p.value().requires_grad() && stage_.holds(p.key())) params.push_back(p.value());
-    return std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, stage_, std::move(params));
+    return std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, replica_group_.get(), replica_ == 0, stage_,
+                                          std::move(params));
   }
 
   // Every stage's parameters, buffers and optimizer state from the rank that trains them, into
@@ -386,15 +417,15 @@ class PipelineCollective : public GroupCollective {
     if (!forward_) forward_ = std::make_shared<StageForward>(model, *g_, stage_, classes_of(model));
     return *forward_;
   }
+  // The last stages' counts (of each replica's shard), summed; the other stages' are not counts.
   void combine_eval(std::vector<torch::Tensor>& counts) override {
-    for (auto& c : counts) {
-      std::vector<torch::Tensor> one{c};
-      g_->broadcast(one, stage_.count - 1);
-    }
+    if (!stage_.last())
+      for (auto& c : counts) c.zero_();
+    g_->all_reduce_sum(counts);
   }
 
-  int replicas() const override { return 1; }
-  int replica() const override { return 0; }
+  int replicas() const override { return replicas_; }
+  int replica() const override { return replica_; }
 
   // Only the first stage counts the step's samples (every stage loads the same batches).
   StepPlan agree_on_step(const StepPlan& mine) override {
@@ -402,17 +433,31 @@ class PipelineCollective : public GroupCollective {
     if (!stage_.first()) m.samples = 0;
     return GroupCollective::agree_on_step(m);
   }
-  // Each stage's batch-norm statistics are its own (the others' copies are stale until gather).
-  void average(std::vector<torch::Tensor>&) override {}
+  // A stage's batch-norm statistics are averaged over its replicas; the copies of other stages'
+  // buffers on this rank are not its to average (they are stale until gather).
+  void average(std::vector<torch::Tensor>& tensors) override {
+    if (!replica_group_) return;
+    std::vector<torch::Tensor> mine;
+    for (auto& t : tensors)
+      if (own_buffers_.count(t.unsafeGetTensorImpl())) mine.push_back(t);
+    if (mine.empty()) return;
+    replica_group_->all_reduce_sum(mine);
+    for (auto& t : mine) t.div_(replicas_);
+  }
   // Every rank built the model from the same seed and resumed the same checkpoint; a stage uses
   // only its own tensors, so there is nothing to make equal (the others stay on the CPU).
   void broadcast_from_rank0(std::vector<torch::Tensor>&) override {}
-  // One pipeline is one replica: its stages draw dropout as one process of a group would.
+  // A pipeline's stages draw dropout as the data-parallel rank of its replica would.
   void seed_step(std::uint64_t seed, std::int64_t step) override {
-    torch::manual_seed(mix_seed(mix_seed(seed, 0), static_cast<std::uint64_t>(step)));
+    torch::manual_seed(mix_seed(mix_seed(seed, static_cast<std::uint64_t>(replica_)), static_cast<std::uint64_t>(step)));
   }
+  double comm_seconds() const override {
+    return g_->comm_seconds() + (replica_group_ ? replica_group_->comm_seconds() : 0);
+  }
+  double gradient_seconds() const override { return replica_group_ ? replica_group_->gradient_seconds() : 0; }
   std::string describe() const override {
-    return "pipeline: stage " + std::to_string(stage_.index) + " of " + std::to_string(stage_.count) + " (" +
+    return "pipeline: stage " + std::to_string(stage_.index) + " of " + std::to_string(stage_.count) +
+           (replicas_ > 1 ? ", replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) : "") + " (" +
            g_->backend() + ")";
   }
 
@@ -473,8 +518,9 @@ class PipelineCollective : public GroupCollective {
     const auto& pieces = model.pieces();
     double all = 0;
     for (double c : cost) all += c;
-    std::string line = "pipeline: " + std::to_string(o_.stages) + " stages x " + std::to_string(o_.micro_batches) +
-                       " micro-batches a step, 1F1B (" + how + "):";
+    std::string line = "pipeline: " + std::to_string(o_.stages) + " stages x " +
+                       (replicas_ > 1 ? std::to_string(replicas_) + " data-parallel replicas x " : "") +
+                       std::to_string(o_.micro_batches) + " micro-batches a step, 1F1B (" + how + "):";
     for (int s = 0; s < o_.stages; ++s) {
       const std::size_t b = begins[static_cast<std::size_t>(s)], e = begins[static_cast<std::size_t>(s) + 1];
       std::int64_t numel = 0;
@@ -518,6 +564,9 @@ class PipelineCollective : public GroupCollective {
 
   PipelineOptions o_;
   Stage stage_;
+  int replica_ = 0, replicas_ = 1;
+  std::unique_ptr<ProcessGroup> replica_group_;  // this stage's replicas (null: one pipeline)
+  std::set<const void*> own_buffers_;
   std::vector<std::size_t> begins_;
   std::shared_ptr<StageForward> forward_;
 };

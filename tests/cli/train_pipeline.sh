@@ -21,12 +21,14 @@ make_shapes_zip "$t/val.zip" 16 1
 
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # ranks RUN LOGPREFIX ARGS...: rank 0 and rank 1 of 2 in the background (pids r0, r1)
+# (WORLD=4 ranks ...: four, pids r0..r3)
+WORLD=2
 ranks() {
   local run=$1 log=$2 port r
   port=$(free_port)
   shift 2
-  for r in 0 1; do
-    RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+  for ((r = 0; r < WORLD; r++)); do
+    RANK=$r LOCAL_RANK=$r WORLD_SIZE=$WORLD LOCAL_WORLD_SIZE=$WORLD MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       frugal-torch train "$@" --run "$run" > "$log$r.out" 2> "$log$r.err" &
     pids+=($!)
     eval "r$r=$!"
@@ -77,6 +79,10 @@ frugal eval "$ck" --data "$t/val.zip" --json > "$t/eval.json" 2> "$t/eval.err" |
 one_acc=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"])' "$t/eval.json")
 check "the pipeline's evaluation ($acc) equals frugal eval of its checkpoint ($one_acc) and one process's ($solo_acc)" \
   '[ "$acc" == "$one_acc" ] && [ "$acc" == "$solo_acc" ]'
+loss=$(last "$t/pipe/metrics.jsonl" val_loss)
+one_loss=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["loss"])' "$t/eval.json")
+check "and its validation loss ($loss) is frugal eval's ($one_loss)" \
+  '"$py" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1e-5 * max(1e-3, abs(b)) else 1)" "$loss" "$one_loss"'
 
 # --- B: --pipeline-split on resnet18: cut where named; an unknown name lists the pieces
 res=(--data "$t/digits.zip" --val "$t/val.zip" --model resnet18 --image-size 32 --device cpu --workers 1 --deterministic)
@@ -148,6 +154,35 @@ one "$t/cont" "$t/cont" "${cnn[@]}" --epochs 2 --batch-size 4 --accum 2 --save-e
 expect_msg "one process resumes the pipeline's checkpoint" "resuming from ckpt-e" "$t/cont.err"
 diff=$(tensors "$t/solo/$(newest "$t/solo")" "$t/cont/$(newest "$t/cont")")
 check "and ends with the tensors of one process's uninterrupted run (largest difference $diff)" 'zero "$diff"'
+
+# --- H: 2 stages x 2 data-parallel replicas (4 processes). With one micro-batch a step each
+# replica's stages compute what a data-parallel rank does, and the replicas sum their gradients as
+# 2 data-parallel ranks do: bitwise equal to those. With 2 micro-batches, 1F1B and the replicas
+# together: the evaluation equals frugal eval of the checkpoint.
+ranks "$t/dp" "$t/dp" "${cnn[@]}" --epochs 1 --batch-size 8 --save-every 5steps
+wait $r0 && wait $r1 || die "the 2-rank data-parallel run failed" "$t/dp0.err" "$t/dp1.err"
+WORLD=4 ranks "$t/pp" "$t/pp" "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 1 --save-every 5steps
+wait $r0 && wait $r1 && wait $r2 && wait $r3 || die "2 stages x 2 replicas failed" "$t/pp0.err" "$t/pp1.err" "$t/pp2.err" "$t/pp3.err"
+expect_msg "rank 0 says it is stage 0, replica 0 of 2" "pipeline: stage 0 of 2, replica 0 of 2 (gloo), a global batch of 16 images" "$t/pp0.err"
+check "both end at the same step" '[ "$(newest "$t/pp")" == "$(newest "$t/dp")" ]'
+diff=$(tensors "$t/dp/$(newest "$t/dp")" "$t/pp/$(newest "$t/pp")")
+check "2 stages x 2 replicas equal 2 data-parallel ranks (largest difference $diff)" 'zero "$diff"'
+WORLD=4 ranks "$t/pp2" "$t/pp2" "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 2
+wait $r0 && wait $r1 && wait $r2 && wait $r3 || die "2 stages x 2 replicas x 2 micro-batches failed" "$t/pp20.err" "$t/pp21.err"
+loss=$(last "$t/pp2/metrics.jsonl" val_loss)
+frugal eval "$t/pp2/$(newest "$t/pp2")" --data "$t/val.zip" --json > "$t/eval2.json" 2> "$t/eval2.err" || die "eval" "$t/eval2.err"
+one_loss=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["loss"])' "$t/eval2.json")
+check "its validation loss over both replicas' shards ($loss) is frugal eval's of its checkpoint ($one_loss)" \
+  '"$py" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1e-5 * max(1e-3, abs(b)) else 1)" "$loss" "$one_loss"'
+set +e
+WORLD=3 ranks "$t/three" "$t/three" "${cnn[@]}" --epochs 1 --pipeline 2
+wait $r0
+rc=$?
+wait $r1
+wait $r2
+set -e
+check "3 processes for 2 stages is a usage error (exit $rc)" '[ $rc -eq 2 ]'
+expect_msg "naming the multiple" "a number of processes that is a multiple of 2" "$t/three0.err"
 
 # --- F: mistakes
 set +e
