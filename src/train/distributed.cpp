@@ -392,7 +392,7 @@ void wait_for_store(const DistEnv& env, std::chrono::steady_clock::time_point de
 // The data group (Gloo, or NCCL on CUDA) and the control group (Gloo) of `env`'s ranks, rendezvoused
 // through `store`.
 static std::unique_ptr<ProcessGroup> make_group(const c10::intrusive_ptr<c10d::Store>& store, const DistEnv& env,
-                                         const torch::Device& device, std::chrono::milliseconds timeout) {
+                                                const torch::Device& device, std::chrono::milliseconds timeout) {
   c10::intrusive_ptr<c10d::Backend> pg, control;
   std::string name;
   try {
@@ -427,8 +427,7 @@ std::unique_ptr<ProcessGroup> C10dGroup::subgroup(const std::vector<int>& ranks,
   DistEnv sub = env_;
   sub.world = static_cast<int>(ranks.size());
   const auto at = std::find(ranks.begin(), ranks.end(), env_.rank);
-  if (at == ranks.end())
-    throw std::logic_error("subgroup " + name + " without this rank");
+  if (at == ranks.end()) throw std::logic_error("subgroup " + name + " without this rank");
   sub.rank = static_cast<int>(at - ranks.begin());
   return make_group(c10::make_intrusive<c10d::PrefixStore>("frugal/sub/" + name, store_), sub, device_, timeout_);
 }

@@ -51,9 +51,9 @@ std::vector<std::size_t> stages_at(const std::vector<ModelPiece>& pieces, const 
   std::string list;
   for (const auto& p : pieces) list += (list.empty() ? "" : ", ") + p.name;
   if (static_cast<int>(names.size()) != stages - 1)
-    fail(ErrorKind::usage, "{pipeline_split}", std::to_string(stages - 1) + " piece names for {pipeline} " +
-                                                  std::to_string(stages) + " (where stages 1.." +
-                                                  std::to_string(stages - 1) + " begin)",
+    fail(ErrorKind::usage, "{pipeline_split}",
+         std::to_string(stages - 1) + " piece names for {pipeline} " + std::to_string(stages) + " (where stages 1.." +
+             std::to_string(stages - 1) + " begin)",
          std::to_string(names.size()) + " names", "the model's pieces, in order: " + list);
   std::vector<std::size_t> begins{0};
   for (const auto& name : names) {
@@ -63,8 +63,8 @@ std::vector<std::size_t> stages_at(const std::vector<ModelPiece>& pieces, const 
            "the model's pieces, in order: " + list);
     const auto at = static_cast<std::size_t>(it - pieces.begin());
     if (at <= begins.back())
-      fail(ErrorKind::usage, "{pipeline_split} " + name, "pieces in the model's order, after its first",
-           "out of order", "the model's pieces, in order: " + list);
+      fail(ErrorKind::usage, "{pipeline_split} " + name, "pieces in the model's order, after its first", "out of order",
+           "the model's pieces, in order: " + list);
     begins.push_back(at);
   }
   return begins;
@@ -128,7 +128,7 @@ torch::Tensor recv_tensor(ProcessGroup& g, const torch::Device& device, int src,
 // Which of the model's tensors a stage holds: those under its pieces' module names.
 struct Stage {
   int index = 0, count = 1;
-  int prev = -1, next = -1;  // the ranks of the stages before and after this one (same replica)
+  int prev = -1, next = -1;        // the ranks of the stages before and after this one (same replica)
   std::size_t begin = 0, end = 0;  // pieces
   std::set<std::string> modules;
   bool first() const { return index == 0; }
@@ -244,8 +244,8 @@ class PipelineStep : public TrainStep {
     if (options_.clip_grad_norm > 0 && replica0_)  // the replicas hold the same (summed) gradients
       for (const auto& p : params_)
         if (p.grad().defined()) square += p.grad().to(torch::kFloat32).pow(2).sum();
-    auto agreed = torch::stack({loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()),
-                                square});
+    auto agreed = torch::stack(
+        {loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()), square});
     std::vector<torch::Tensor> one{agreed};
     g_.all_reduce_sum(one);
     agreed = one[0].cpu();
@@ -312,7 +312,8 @@ class StageForward : public Model {
 
 class PipelineCollective : public GroupCollective {
  public:
-  PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o) : GroupCollective(std::move(g)), o_(std::move(o)) {
+  PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o)
+      : GroupCollective(std::move(g)), o_(std::move(o)) {
     // Ranks replica-major: replica d's stage s is rank d * N + s, so a pipeline's stages are
     // neighbours (on one machine first) and stage s's replicas are s, s + N, s + 2N, ...
     if (world() % o_.stages != 0)
@@ -408,7 +409,8 @@ class PipelineCollective : public GroupCollective {
       if (s == stage_.index) continue;
       for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(moving[i]);
       Checkpoint ck;
-      for (std::size_t i = 0; i < state.size(); ++i) ck.state.emplace_back(state[i].first, moving[live.size() + i].cpu());
+      for (std::size_t i = 0; i < state.size(); ++i)
+        ck.state.emplace_back(state[i].first, moving[live.size() + i].cpu());
       load_optimizer_state(*opt.optimizer, params, ck);
     }
   }
@@ -449,7 +451,8 @@ class PipelineCollective : public GroupCollective {
   void broadcast_from_rank0(std::vector<torch::Tensor>&) override {}
   // A pipeline's stages draw dropout as the data-parallel rank of its replica would.
   void seed_step(std::uint64_t seed, std::int64_t step) override {
-    torch::manual_seed(mix_seed(mix_seed(seed, static_cast<std::uint64_t>(replica_)), static_cast<std::uint64_t>(step)));
+    torch::manual_seed(
+        mix_seed(mix_seed(seed, static_cast<std::uint64_t>(replica_)), static_cast<std::uint64_t>(step)));
   }
   double comm_seconds() const override {
     return g_->comm_seconds() + (replica_group_ ? replica_group_->comm_seconds() : 0);
@@ -530,11 +533,11 @@ class PipelineCollective : public GroupCollective {
         if (st.holds(p.key())) numel += p.value().numel();
       double share = 0;
       for (std::size_t i = b; i < e && i < cost.size(); ++i) share += cost[i];
-      line += " stage " + std::to_string(s) + " = " + pieces[b].name + (e - b > 1 ? ".." + pieces[e - 1].name : "") +
-              " (" + millions(numel) + " parameters" +
-              (all > 0 ? ", " + std::to_string(static_cast<int>(std::lround(100 * share / all))) + "% of the time"
-                       : "") +
-              ")" + (s + 1 < o_.stages ? ";" : "");
+      line +=
+          " stage " + std::to_string(s) + " = " + pieces[b].name + (e - b > 1 ? ".." + pieces[e - 1].name : "") + " (" +
+          millions(numel) + " parameters" +
+          (all > 0 ? ", " + std::to_string(static_cast<int>(std::lround(100 * share / all))) + "% of the time" : "") +
+          ")" + (s + 1 < o_.stages ? ";" : "");
     }
     note(line);
   }
