@@ -1,0 +1,275 @@
+// Pipeline stages (train/pipeline.h): the cut, the 1F1B schedule, and two stages stepping
+// together through a real c10d group (TCPStore + ProcessGroupGloo) of two threads of this
+// process. The whole-run behaviour (bitwise equal to one process with --accum, kill, hang, resume)
+// is tests/cli/train_pipeline.sh's.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "frugal/models/models.h"
+#include "frugal/train/train.h"
+#include "frugal/util/error.h"
+#include "train/collective.h"
+#include "train/distributed.h"
+#include "train/pipeline.h"
+
+namespace frugal {
+namespace {
+
+// The largest stage of the best cut, by trying every cut.
+double brute_force(const std::vector<double>& cost, int stages, std::size_t from = 0) {
+  if (stages == 1) {
+    double s = 0;
+    for (std::size_t i = from; i < cost.size(); ++i) s += cost[i];
+    return s;
+  }
+  double best = std::numeric_limits<double>::infinity(), first = 0;
+  for (std::size_t end = from + 1; end + static_cast<std::size_t>(stages - 1) <= cost.size(); ++end) {
+    first += cost[end - 1];
+    best = std::min(best, std::max(first, brute_force(cost, stages - 1, end)));
+  }
+  return best;
+}
+
+TEST(PipelineCut, BalancedCutIsTheBestOfEveryCut) {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> u(0.01, 1.0);
+  for (int round = 0; round < 200; ++round) {
+    const std::size_t n = 2 + rng() % 9;
+    const int stages = 1 + static_cast<int>(rng() % std::min<std::size_t>(n, 4));
+    std::vector<double> cost(n);
+    for (auto& c : cost) c = u(rng);
+    const auto begins = balance_stages(cost, stages);
+    ASSERT_EQ(begins.size(), static_cast<std::size_t>(stages));
+    ASSERT_EQ(begins[0], 0u);
+    double largest = 0;
+    for (int s = 0; s < stages; ++s) {
+      const std::size_t b = begins[s], e = s + 1 < stages ? begins[s + 1] : n;
+      ASSERT_LT(b, e) << "an empty stage";
+      double sum = 0;
+      for (std::size_t i = b; i < e; ++i) sum += cost[i];
+      largest = std::max(largest, sum);
+    }
+    EXPECT_DOUBLE_EQ(largest, brute_force(cost, stages)) << "round " << round;
+  }
+  EXPECT_TRUE(balance_stages({1.0}, 2).empty());  // fewer pieces than stages
+}
+
+// Every micro-batch forwarded and then backpropagated once per stage; at most N - s in flight;
+// and the stages' schedules, run with blocking receives and sends that do not wait, finish
+// together (no stage waits for a send that never comes).
+TEST(PipelineSchedule, OneFOneBIsCompleteBoundedAndNeverDeadlocks) {
+  for (int stages = 1; stages <= 5; ++stages)
+    for (int m = 1; m <= 9; ++m) {
+      std::vector<std::vector<std::pair<char, int>>> order;
+      for (int s = 0; s < stages; ++s) {
+        order.push_back(one_f_one_b(s, stages, m));
+        const auto& o = order.back();
+        ASSERT_EQ(o.size(), static_cast<std::size_t>(2 * m));
+        std::vector<int> f(m, -1), b(m, -1);
+        int in_flight = 0, most = 0;
+        for (std::size_t k = 0; k < o.size(); ++k) {
+          auto& at = o[k].first == 'F' ? f : b;
+          ASSERT_EQ(at[o[k].second], -1) << "twice";
+          at[o[k].second] = static_cast<int>(k);
+          in_flight += o[k].first == 'F' ? 1 : -1;
+          most = std::max(most, in_flight);
+        }
+        for (int i = 0; i < m; ++i) EXPECT_LT(f[i], b[i]);
+        EXPECT_LE(most, stages - s) << "stage " << s << " of " << stages << ", " << m << " micro-batches";
+      }
+      // F(i) on stage s waits for F(i) on s-1; B(i) on s waits for B(i) on s+1.
+      std::vector<std::size_t> next(stages, 0);
+      std::vector<std::vector<bool>> fdone(stages, std::vector<bool>(m)), bdone = fdone;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (int s = 0; s < stages; ++s) {
+          if (next[s] == order[s].size()) continue;
+          auto [what, i] = order[s][next[s]];
+          const bool ready = what == 'F' ? (s == 0 || fdone[s - 1][i]) : (s == stages - 1 || bdone[s + 1][i]);
+          if (!ready) continue;
+          (what == 'F' ? fdone : bdone)[s][i] = true;
+          ++next[s];
+          moved = true;
+        }
+      }
+      for (int s = 0; s < stages; ++s)
+        EXPECT_EQ(next[s], order[s].size()) << "stage " << s << " of " << stages << " waits forever, " << m;
+    }
+}
+
+// A conv piece and a linear head: two pieces, one per stage.
+struct TwoPieces : Model {
+  TwoPieces() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3).padding(1)));
+    fc = register_module("fc", torch::nn::Linear(4 * 4, 3));
+    pieces_.push_back({"conv", {"conv"}, [this](const torch::Tensor& x) {
+                         return torch::adaptive_avg_pool2d(torch::relu(conv(x)), {2, 2});
+                       }});
+    pieces_.push_back({"head", {"fc"}, [this](const torch::Tensor& x) { return fc(x.flatten(1)); }});
+  }
+  torch::Tensor forward(torch::Tensor x) override { return run_pieces(x, 0, pieces_.size()); }
+  std::string head_prefix() const override { return "fc"; }
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+
+TEST(PipelineCut, NamedCutsAreCheckedAgainstThePieces) {
+  TwoPieces m;
+  EXPECT_EQ(stages_at(m.pieces(), {"head"}, 2), (std::vector<std::size_t>{0, 1}));
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"conv"}, {"nope"}, {"head", "head"}}) {
+    try {
+      stages_at(m.pieces(), bad, 2);
+      ADD_FAILURE() << "accepted " << bad[0];
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage);
+      EXPECT_NE(std::string(e.what()).find("conv, head"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Each of a zoo model's tensors belongs to exactly one piece: what a stage holds, trains and sends
+// to rank 0 for saving is decided by that.
+TEST(PipelineCut, EveryZooTensorBelongsToExactlyOnePiece) {
+  for (const auto& name : model_names()) {
+    auto model = make_model(name, 5, 3);
+    const auto& pieces = model->pieces();
+    ASSERT_GE(pieces.size(), 4u) << name;
+    std::vector<std::string> tensors;
+    for (auto& p : model->named_parameters()) tensors.push_back(p.key());
+    for (auto& b : model->named_buffers()) tensors.push_back(b.key());
+    for (const auto& t : tensors) {
+      int owners = 0;
+      for (const auto& piece : pieces)
+        for (const auto& m : piece.modules)
+          if (t.size() > m.size() && t.compare(0, m.size(), m) == 0 && t[m.size()] == '.') ++owners;
+      EXPECT_EQ(owners, 1) << name << ": " << t;
+    }
+    // The pieces run in turn are the forward.
+    torch::NoGradGuard no_grad;
+    model->eval();
+    auto x = torch::randn({2, 3, 64, 64});
+    EXPECT_TRUE(torch::equal(model->run_pieces(x, 0, pieces.size()), model->forward(x))) << name;
+  }
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// What one stage did in one step.
+struct StageRun {
+  std::optional<Error> error;
+  bool skipped = false;
+  double scale = 0;
+  torch::Tensor before, after;  // the stage's first parameter
+};
+
+// Two stages (threads) take one step on the same batch with fp16-style loss scaling; `tamper`
+// may touch stage 1's step or model first.
+std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep&, Model&)>& tamper) {
+  const int port = free_port();
+  std::array<StageRun, 2> out;
+  auto images = torch::randint(0, 255, {8, 1, 4, 4}, torch::kUInt8);
+  auto labels = torch::randint(0, 3, {8}, torch::kInt64);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank)
+    threads.emplace_back([&, rank] {
+      try {
+        DistEnv env;
+        env.rank = rank;
+        env.world = 2;
+        env.master_addr = "127.0.0.1";
+        env.master_port = port;
+        torch::manual_seed(5);
+        TwoPieces model;
+        PipelineOptions po;
+        po.stages = 2;
+        po.micro_batches = 2;
+        po.split = {"head"};
+        po.sample = {4, 1, 4, 4};
+        auto group = make_pipeline(ProcessGroup::join(env, torch::kCPU, std::chrono::seconds(3)), po);
+        group->place(model, torch::kCPU);
+        OptimizerOptions oo;
+        auto opt = make_optimizer(model, oo);
+        LossScaler scaler(LossScalerOptions{}, torch::kCPU);
+        StepOptions so;
+        so.micro_batch = 8;
+        so.mean = {0.5f};
+        so.std = {0.5f};
+        auto step = group->make_step(model, *opt.optimizer, scaler, so);
+        const torch::Tensor first = rank == 0 ? model.conv->weight : model.fc->weight;
+        out[rank].before = first.detach().clone();
+        if (tamper) tamper(rank, *step, model);
+        StepResult r = step->run({{images, labels}}, 0);
+        out[rank].skipped = r.skipped;
+        out[rank].scale = scaler.scale_value();
+        out[rank].after = first.detach().clone();
+      } catch (const Error& e) {
+        out[rank].error = e;
+      }
+    });
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(PipelineStep, BothStagesStepTogether) {
+  auto r = two_stages(nullptr);
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_FALSE(r[s].error) << r[s].error->what();
+    EXPECT_FALSE(r[s].skipped);
+    EXPECT_FALSE(torch::equal(r[s].before, r[s].after)) << "stage " << s << " did not step";
+    EXPECT_EQ(r[s].scale, 65536.0);
+  }
+}
+
+// An inf in stage 1's gradients alone: the step is skipped on both stages (stage 0's gradients
+// were finite) and both scalers back off, as one process would.
+TEST(PipelineStep, InfOnOneStageSkipsTheStepOnBoth) {
+  auto r = two_stages([](int stage, TrainStep&, Model& m) {
+    if (stage == 1)
+      dynamic_cast<TwoPieces&>(m).fc->weight.register_hook(
+          [](const torch::Tensor& g) { return g * std::numeric_limits<float>::infinity(); });
+  });
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_FALSE(r[s].error) << r[s].error->what();
+    EXPECT_TRUE(r[s].skipped) << "stage " << s;
+    EXPECT_TRUE(torch::equal(r[s].before, r[s].after)) << "stage " << s << " stepped";
+    EXPECT_EQ(r[s].scale, 32768.0) << "stage " << s;
+  }
+}
+
+// Out of memory on stage 1: a budget error there naming what to change; stage 0, waiting for the
+// gradients stage 1 never sends, ends with an I/O error within the timeout instead of hanging.
+TEST(PipelineStep, OutOfMemoryOnOneStageEndsBothWithErrors) {
+  auto r = two_stages([](int stage, TrainStep& step, Model&) {
+    if (stage == 1)
+      step.before_micro_step = [](std::int64_t) {
+        throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, __LINE__}, "CUDA out of memory (test)");
+      };
+  });
+  ASSERT_TRUE(r[1].error);
+  EXPECT_EQ(r[1].error->kind(), ErrorKind::budget);
+  EXPECT_NE(std::string(r[1].error->what()).find("--micro-batches"), std::string::npos) << r[1].error->what();
+  ASSERT_TRUE(r[0].error);
+  EXPECT_EQ(r[0].error->kind(), ErrorKind::io) << r[0].error->what();
+}
+
+}  // namespace
+}  // namespace frugal
