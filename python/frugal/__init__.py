@@ -16,7 +16,6 @@ import random
 import re
 import signal
 import sys
-import tempfile
 import threading
 import weakref
 
@@ -63,48 +62,21 @@ def _text(v):
     return "" if v is None else os.fspath(v)
 
 
-# What the core notes on stderr when a loader opens its data (its size and classes, "validating on
-# a stable 5%") is said once per data and line in a process: a notebook that makes loaders in a loop
-# sees it once, not on every pass.
+# What the core notes when a loader opens its data (its size and classes, "validating on a stable
+# 5%") is said once per data and line in a process: a notebook that makes loaders in a loop sees it
+# once, not on every pass. The core keeps those lines for us (Loader.notes: caught on the thread
+# that opened the data, so progress bars and other threads' output go to stderr as they come).
 _notes_lock = threading.Lock()
 _notes_said = set()
 
 
-def _noting_once(data, make):
-    """Returns make(), the lines it wrote on stderr (fd 2, where the C++ core writes) caught in a
-    file and printed on sys.stderr afterwards, each (data, line) once. Caught whole rather than
-    passed through as written: the GIL is held while the core works, so no thread could pass them."""
+def _say_new_lines(data, lines):
     with _notes_lock:
-        caught = saved = None
-        try:
-            caught = tempfile.TemporaryFile()
-            saved = os.dup(2)
-        except OSError:  # no temporary file or no fd 2: the lines go as they come
-            pass
-        if saved is None:
-            if caught is not None:
-                caught.close()
-            return make()
-        with caught:
-            if sys.stderr is not None:
-                sys.stderr.flush()
-            os.dup2(caught.fileno(), 2)
-            try:
-                return make()
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                caught.seek(0)
-                _say_new_lines(data, caught.read().decode(errors="replace"))
-
-
-def _say_new_lines(data, text):
-    for line in text.splitlines():
-        line = line.rsplit("\r", 1)[-1]  # a progress bar's redraws: its last state
-        if line and (data, line) not in _notes_said:
-            _notes_said.add((data, line))
-            if sys.stderr is not None:
-                print(line, file=sys.stderr)
+        for line in lines:
+            if line and (data, line) not in _notes_said:
+                _notes_said.add((data, line))
+                if sys.stderr is not None:
+                    print(line, file=sys.stderr)
 
 
 class Loader:
@@ -141,14 +113,15 @@ class Loader:
                          "in place of the DataLoader, not inside one")
         self.device = torch.device(device)
         self.normalize = normalize
-        self._core = _noting_once(_text(data), lambda: _core.Loader(
+        self._core = _core.Loader(
             data=_text(data), val=_text(val), val_split=float(val_split), subset=subset,
             data_root=_text(data_root), labels=_text(labels), label_pattern=_text(label_pattern),
             label_columns=_text(label_columns), images_dir=_text(images_dir), class_names=_text(class_names),
             channels=channels, max_bad_fraction=max_bad_fraction, batch_size=batch_size, image_size=image_size,
             train=train, seed=seed, workers=workers, shuffle=train if shuffle is None else shuffle,
             drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
-            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size))
+            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size)
+        _say_new_lines(_text(data), self._core.notes)
         self.batch_size = batch_size
         self.image_size = image_size
         self.train = train

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "frugal/util/env.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
+#include "frugal/util/progress.h"
 #include "frugal/util/settings_text.h"
 #include "frugal/util/units.h"
 
@@ -86,7 +88,21 @@ struct LoaderArgs {
 
 class PyLoader : OwnedByProcess {
  public:
+  // The notes opening the data makes are kept for Python to say (notes()), not printed: a notebook
+  // that makes loaders in a loop hears them once. Refused, they are printed before the error.
   explicit PyLoader(LoaderArgs a) {
+    NoteCapture capture(notes_);
+    try {
+      open(std::move(a));
+    } catch (...) {
+      for (const auto& line : notes_) std::fprintf(stderr, "%s\n", line.c_str());
+      throw;
+    }
+  }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  void open(LoaderArgs a) {
     if (a.subset != "train" && a.subset != "val")
       fail(ErrorKind::usage, "subset=", "\"train\" or \"val\"", "\"" + a.subset + "\"", "");
     if (a.val_split < 0 || a.val_split >= 1)
@@ -109,6 +125,8 @@ class PyLoader : OwnedByProcess {
     options_ = a.loader;
     loader_ = std::make_unique<Loader>(dataset_, options_);
   }
+
+ public:
   ~PyLoader() {
     // In a forked child the threads are not there to join: the state is left as it is.
     if (forked()) (void)loader_.release();
@@ -143,6 +161,7 @@ class PyLoader : OwnedByProcess {
   std::vector<std::string> classes_;
   LoaderOptions options_;
   std::unique_ptr<Loader> loader_;
+  std::vector<std::string> notes_;
 };
 
 // ---- Checkpointer -------------------------------------------------------------------------------
@@ -426,7 +445,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("samples_seen", &PyLoader::samples_seen)
       .def_property_readonly("samples_bad", &PyLoader::samples_bad)
       .def_property_readonly("rank", &PyLoader::rank)
-      .def_property_readonly("world", &PyLoader::world);
+      .def_property_readonly("world", &PyLoader::world)
+      .def_property_readonly("notes", &PyLoader::notes);
 
   py::class_<PyCheckpointer>(m, "Checkpointer")
       .def(py::init([](std::string run, std::optional<std::string> disk_budget, int keep_last,

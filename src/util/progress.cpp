@@ -9,6 +9,7 @@
 namespace frugal {
 namespace {
 std::atomic<bool> g_quiet{false};
+thread_local std::vector<std::string>* t_capture = nullptr;  // NoteCapture's
 
 std::string amount(std::uint64_t n, Progress::Unit unit) {
   return unit == Progress::Unit::bytes ? format_size(n) : std::to_string(n);
@@ -19,8 +20,15 @@ void Progress::set_quiet(bool quiet) { g_quiet = quiet; }
 bool Progress::quiet() { return g_quiet; }
 
 void note(const std::string& line) {
-  if (!g_quiet) std::fprintf(stderr, "%s\n", printable(spell_settings(line)).c_str());
+  if (g_quiet) return;
+  if (t_capture)
+    t_capture->push_back(printable(spell_settings(line)));
+  else
+    std::fprintf(stderr, "%s\n", printable(spell_settings(line)).c_str());
 }
+
+NoteCapture::NoteCapture(std::vector<std::string>& lines) : previous_(t_capture) { t_capture = &lines; }
+NoteCapture::~NoteCapture() { t_capture = previous_; }
 
 void warn(const std::string& line) {
   std::fprintf(stderr, "frugal: warning: %s\n", printable(spell_settings(line)).c_str());

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "frugal/util/env.h"
 
@@ -39,6 +40,19 @@ class Progress {
 // One line to stderr, unless quiet. Control characters in it (from names in data) are escaped
 // (terminal.h's printable()), so a line is always one line and never drives the terminal.
 void note(const std::string& line);
+// While one lives, the lines note() is given on this thread are added to `lines` (escaped, as
+// they would have been printed) instead of printed: a front end says them its own way (Python's
+// Loader says each once per data). Other threads' notes, warn() and Progress print as before.
+class NoteCapture {
+ public:
+  explicit NoteCapture(std::vector<std::string>& lines);
+  ~NoteCapture();
+  NoteCapture(const NoteCapture&) = delete;
+  NoteCapture& operator=(const NoteCapture&) = delete;
+
+ private:
+  std::vector<std::string>* previous_;
+};
 // "frugal: warning: <line>" to stderr, escaped as note() does, and printed even when quiet: --json
 // keeps stdout for its document, and a warning is for the person reading stderr either way.
 void warn(const std::string& line);
