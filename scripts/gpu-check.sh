@@ -300,6 +300,33 @@ PY
   cat "$OUT/.nccl.json"
 }
 
+# Two pipeline stages over NCCL, one per GPU (issue 31): resnet50 at 224 px on the photos, the plan
+# line, a whole-model checkpoint that eval loads, and the per-rank figures of the last epoch. A
+# machine with one GPU skips it with a line (NCCL takes one rank per GPU).
+pipeline_2gpu() {
+  local gpus
+  gpus=$("$python" -c 'import torch; print(torch.cuda.device_count())')
+  if [ "$gpus" -lt 2 ]; then
+    echo "{\"skipped\": \"$gpus GPU: the pipeline phase needs 2\"}" > "$OUT/.pipeline.json"
+    cat "$OUT/.pipeline.json"
+    return 0
+  fi
+  PATH=$(dirname "$python"):$PATH "$bindir/frugal-torch" train --data /tmp/frugal-photos.zip --val-split 0.1 \
+    --model resnet50 --epochs 2 --batch-size 64 --amp fp16 --device cuda --decode cpu --workers 4 --seed 1 \
+    --pipeline 2 --micro-batches 4 --nproc 2 --run "$runs/pipeline" > /dev/null 2> "$runs/pipeline.log" || return 1
+  grep -q "pipeline: 2 stages x 4 micro-batches" "$runs/pipeline.log" || return 1
+  local ck
+  ck=$(ls "$runs/pipeline" | grep '^ckpt-' | sort | tail -1)
+  "$bindir/frugal-torch" eval "$runs/pipeline/$ck" --data /tmp/frugal-photos.zip --json > "$runs/pipeline-eval.json" || return 1
+  "$python" - "$runs/pipeline/metrics.jsonl" > "$OUT/.pipeline.json" <<'PY'
+import json, sys
+last = [json.loads(l) for l in open(sys.argv[1]) if '"val_accuracy"' in l][-1]
+print(json.dumps({"images_per_s": last["images_per_s"], "val_accuracy": last["val_accuracy"],
+                  "pipeline": last["pipeline"]}))
+PY
+  cat "$OUT/.pipeline.json"
+}
+
 max_batch() {
   "$bindir/gpu_train_step" resnet50 512 224 max 16G > "$OUT/.maxbatch.json" && cat "$OUT/.maxbatch.json"
 }
@@ -364,6 +391,7 @@ if [ "$mode" != "--no-gpu" ] && [ $built -eq 0 ]; then
   phase train_resnet18 30 train_bench resnet18
   phase max_micro_batch 40 max_batch
   phase nccl_overhead 60 nccl_overhead
+  phase pipeline_2gpu 90 pipeline_2gpu
 fi
 
 "$python" - "$OUT" "$mode" <<'PY'
@@ -394,6 +422,9 @@ nc = load(".nccl.json")
 if nc:
     nc["target_met"] = nc["overhead"] <= nc["target"]
     r["nccl_overhead"] = nc
+pp = load(".pipeline.json")
+if pp:
+    r["pipeline_2gpu"] = pp
 mb = load(".maxbatch.json")
 if mb:
     r["max_micro_batch"] = mb
@@ -401,5 +432,5 @@ with open(os.path.join(out, "gpu-results.json"), "w") as f:
     json.dump(r, f, indent=1)
 print(json.dumps(r, indent=1))
 PY
-rm -f "$OUT"/.loader-*.json "$OUT"/.train-*.json "$OUT"/.maxbatch.json "$OUT"/.nccl.json "$phases"
+rm -f "$OUT"/.loader-*.json "$OUT"/.train-*.json "$OUT"/.maxbatch.json "$OUT"/.nccl.json "$OUT"/.pipeline.json "$phases"
 [ "$mode" = "--probe" ] || [ "$mode" = "--no-gpu" ] || "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["all_requirements_met"] else 1)' "$OUT/gpu-results.json"

@@ -404,6 +404,15 @@ std::vector<Row> make_rows() {
          return "";
        },
        nullptr});
+  add({"pipeline_balance", nullptr,
+       "with --pipeline: what the stages even out, time (measured forward and backward) or parameters (memory)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "time" && t != "parameters") return choice({"time", "parameters"});
+         c.pipeline_balance = t;
+         return "";
+       },
+       nullptr});
   add({"nproc", nullptr, "train with N processes on this machine (runs torchrun --nproc-per-node N)", Kind::value,
        false, false, [](TrainConfig& c, const std::string& t) { return integer(c.nproc, t, 1, 1024); }, nullptr});
   add({"json", nullptr,
@@ -478,9 +487,16 @@ void validate(TrainConfig& c) {
     if (c.sync_bn)
       fail(ErrorKind::usage, "--sync-bn with --pipeline", "one of them", "both",
            "leave --sync-bn out: each stage holds its own batch-norm layers");
-  } else if (c.micro_batches > 0 || !c.pipeline_split.empty()) {
-    fail(ErrorKind::usage, c.micro_batches > 0 ? "--micro-batches" : "--pipeline-split", "--pipeline N (N >= 2)",
-         "no --pipeline", "add --pipeline 2 (or more) to cut the model into stages, or leave the option out");
+    if (!c.pipeline_split.empty() && c.pipeline_balance != "time")
+      fail(ErrorKind::usage, "--pipeline-split with --pipeline-balance " + c.pipeline_balance, "one of them", "both",
+           "a split names the cut; a balance lets frugal choose it");
+  } else if (c.micro_batches > 0 || !c.pipeline_split.empty() || c.pipeline_balance != "time") {
+    fail(ErrorKind::usage,
+         c.micro_batches > 0         ? "--micro-batches"
+         : !c.pipeline_split.empty() ? "--pipeline-split"
+                                     : "--pipeline-balance",
+         "--pipeline N (N >= 2)", "no --pipeline",
+         "add --pipeline 2 (or more) to cut the model into stages, or leave the option out");
   }
   if (!c.epochs_auto() && (c.epochs < 1 || c.epochs > kMaxCount))
     fail(ErrorKind::usage, "--epochs " + std::to_string(c.epochs),

@@ -24,7 +24,8 @@ namespace frugal {
 struct PipelineOptions {
   int stages = 1;                    // 1: no pipeline
   int micro_batches = 0;             // per step
-  std::vector<std::string> split;    // pieces that start stages 1..N-1 (empty: balanced by measured time)
+  std::vector<std::string> split;    // pieces that start stages 1..N-1 (empty: balanced)
+  std::string balance = "time";      // what a balanced cut evens out: "time" (measured) or "parameters"
   std::vector<std::int64_t> sample;  // (micro-batch, C, H, W) of a measuring input
   AmpMode amp = AmpMode::off;
 };
@@ -82,6 +83,9 @@ class Collective {
   virtual void gather(Model&, const OptimizerSetup&) {}
   // What evaluate() runs (a pipeline stage's part of the forward), and how the processes' counts
   // become the whole set's (summed over data-parallel shards; a pipeline's last stage's).
+  // What an epoch's metrics record of the processes' own work (null: nothing): a pipeline's
+  // per-rank memory, schedule and wait seconds. Every process takes part.
+  virtual nlohmann::json epoch_figures() { return nullptr; }
   virtual Model& eval_model(Model& model) { return model; }
   virtual void combine_eval(std::vector<torch::Tensor>& counts) { sum(counts); }
   // Before a step: each process's dropout draws from a generator of (seed, rank, step), so that

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/data/oom.h"
@@ -158,6 +159,15 @@ class PipelineStep : public TrainStep {
         stage_(stage),
         params_(std::move(params)) {}
 
+  // Seconds of the steps so far: the schedule's (forwards, backwards, sends and receives), of
+  // which waiting in receives (for the other stages: the bubble, and the transfer) and waiting for
+  // sends to finish. CPU clocks: on CUDA they time what the CPU waited, not the kernels.
+  struct Figures {
+    double schedule = 0, receiving = 0, sending = 0;
+    std::int64_t steps = 0;
+  };
+  Figures take_figures() { return std::exchange(figures_, Figures{}); }
+
   StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
                  std::int64_t global_samples) override {
     try {
@@ -203,14 +213,21 @@ class PipelineStep : public TrainStep {
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
     auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
     std::vector<Slot> slots(micro.size());
+    const auto started = Clock::now();
+    auto receive = [&](int from, int tag) {
+      const auto t0 = Clock::now();
+      auto t = recv_tensor(g_, options_.device, from, tag);
+      figures_.receiving += since(t0);
+      return t;
+    };
     for (const auto& [what, i] : one_f_one_b(stage_.index, stage_.count, static_cast<int>(micro.size()))) {
       Slot& s = slots[static_cast<std::size_t>(i)];
       const auto& [images, labels] = micro[static_cast<std::size_t>(i)];
       if (what == 'F') {
         if (before_micro_step) before_micro_step(micro_steps_);
         ++micro_steps_;
-        s.input = stage_.first() ? prepare_batch(images, options_)
-                                 : recv_tensor(g_, options_.device, stage_.prev, kActivationTag).requires_grad_();
+        s.input =
+            stage_.first() ? prepare_batch(images, options_) : receive(stage_.prev, kActivationTag).requires_grad_();
         AutocastGuard autocast(options_.device.type(), options_.amp);
         s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
         if (stage_.last()) {
@@ -226,14 +243,21 @@ class PipelineStep : public TrainStep {
         if (stage_.last()) {
           s.loss.backward();
         } else {
-          auto grad = recv_tensor(g_, options_.device, stage_.next, kGradientTag);
-          torch::autograd::backward({s.output}, {grad});
+          auto grad = receive(stage_.next, kGradientTag);
+          // A stage frozen through (--freeze) up to here has nothing to backpropagate into.
+          if (s.output.requires_grad()) torch::autograd::backward({s.output}, {grad});
         }
-        if (!stage_.first()) send_tensor(g_, s.input.grad(), stage_.prev, kGradientTag);
+        if (!stage_.first())
+          send_tensor(g_, s.input.grad().defined() ? s.input.grad() : torch::zeros_like(s.input), stage_.prev,
+                      kGradientTag);
         s = Slot{};  // this micro-batch's activations are freed
       }
     }
+    const auto sent = Clock::now();
     g_.wait_sends();
+    figures_.sending += since(sent);
+    figures_.schedule += since(started);
+    ++figures_.steps;
     if (replicas_) replicas_->all_reduce_gradients(params_, {});
     return finish_step(loss_sum, total);
   }
@@ -273,9 +297,13 @@ class PipelineStep : public TrainStep {
     return result;
   }
 
+  using Clock = std::chrono::steady_clock;
+  static double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
   ProcessGroup& g_;
   ProcessGroup* replicas_;
   bool replica0_;
+  Figures figures_;
   Stage stage_;
   std::vector<torch::Tensor> params_;
 };
@@ -353,9 +381,17 @@ class PipelineCollective : public GroupCollective {
       begins = stages_at(pieces, o_.split, o_.stages);
       how = "cut at {pipeline_split}";
     } else {
-      cost = piece_costs(model, device);
+      if (o_.balance == "time") {
+        cost = piece_costs(model, device);
+        how = "balanced by each piece's measured forward and backward time";
+      }
+      if (cost.empty() || cost[0] < 0) {  // asked for, or the measuring ran out of memory
+        if (o_.balance == "time" && rank0())
+          note("pipeline: out of memory measuring the pieces on " + device.str() + "; balancing by parameters");
+        cost = piece_parameters(model);
+        how = "balanced by parameters";
+      }
       begins = balance_stages(cost, o_.stages);
-      how = "balanced by each piece's measured forward and backward time";
     }
     begins.push_back(pieces.size());
     begins_ = begins;
@@ -379,8 +415,18 @@ class PipelineCollective : public GroupCollective {
     std::vector<torch::Tensor> params;
     for (auto& p : model.named_parameters())
       if (p.value().requires_grad() && stage_.holds(p.key())) params.push_back(p.value());
-    return std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, replica_group_.get(), replica_ == 0, stage_,
-                                          std::move(params));
+    NamedTensors named;
+    for (auto& p : model.named_parameters())
+      if (stage_.holds(p.key())) {
+        named.emplace_back(p.key(), p.value());
+        parameter_bytes_ += static_cast<double>(p.value().nbytes());
+      }
+    for (const auto& [name, t] : optimizer_state(optimizer, named))
+      if (t.numel() > 1) optimizer_bytes_ += static_cast<double>(t.nbytes());  // not the step counters
+    auto step = std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, replica_group_.get(), replica_ == 0,
+                                               stage_, std::move(params));
+    step_ = step.get();
+    return step;
   }
 
   // Every stage's parameters, buffers and optimizer state from the rank that trains them, into
@@ -413,6 +459,41 @@ class PipelineCollective : public GroupCollective {
         ck.state.emplace_back(state[i].first, moving[live.size() + i].cpu());
       load_optimizer_state(*opt.optimizer, params, ck);
     }
+  }
+
+  // Each rank's figures since the last call, one entry per rank (rank 0 records them), and the
+  // bubble the schedule implies for equal stages, (N-1)/(M+N-1).
+  nlohmann::json epoch_figures() override {
+    constexpr int kColumns = 7;
+    auto t = torch::zeros({world(), kColumns}, torch::kFloat64);
+    const auto f = step_ ? step_->take_figures() : PipelineStep::Figures{};
+    const double row[kColumns] = {static_cast<double>(stage_.index),
+                                  static_cast<double>(replica_),
+                                  parameter_bytes_,
+                                  optimizer_bytes_,
+                                  f.schedule,
+                                  f.receiving,
+                                  f.sending};
+    for (int c = 0; c < kColumns; ++c) t[rank()][c] = row[c];
+    g_->control_all_reduce_sum(t);
+    auto a = t.accessor<double, 2>();
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int r = 0; r < world(); ++r)
+      ranks.push_back({{"rank", r},
+                       {"stage", static_cast<int>(a[r][0])},
+                       {"replica", static_cast<int>(a[r][1])},
+                       {"parameter_bytes", static_cast<std::int64_t>(a[r][2])},
+                       {"optimizer_state_bytes", static_cast<std::int64_t>(a[r][3])},
+                       {"schedule_seconds", a[r][4]},
+                       {"receive_wait_seconds", a[r][5]},
+                       {"send_wait_seconds", a[r][6]},
+                       {"idle_fraction", a[r][4] > 0 ? a[r][5] / a[r][4] : 0.0}});
+    const double n = o_.stages, m = o_.micro_batches;
+    return {{"stages", o_.stages},
+            {"replicas", replicas_},
+            {"micro_batches", o_.micro_batches},
+            {"schedule_bubble", (n - 1) / (m + n - 1)},
+            {"ranks", ranks}};
   }
 
   Model& eval_model(Model& model) override {
@@ -472,6 +553,37 @@ class PipelineCollective : public GroupCollective {
     const auto& pieces = model.pieces();
     auto cost = torch::zeros({static_cast<std::int64_t>(pieces.size())}, torch::kFloat64);
     if (rank0()) {
+      try {
+        measure(model, device, cost);
+      } catch (const c10::Error& e) {
+        if (!is_out_of_memory(e)) throw;
+        for (auto& m : model.named_modules("", false)) m.value()->to(torch::kCPU);
+        for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+        empty_device_cache(device);
+        cost.fill_(-1);  // every rank balances by parameters
+      }
+    }
+    g_->control_broadcast(cost);
+    return {cost.data_ptr<double>(), cost.data_ptr<double>() + cost.numel()};
+  }
+
+  // Each piece's parameters (the fallback and --pipeline-balance parameters).
+  static std::vector<double> piece_parameters(Model& model) {
+    std::vector<double> out;
+    for (const auto& piece : model.pieces()) {
+      Stage st;
+      st.modules.insert(piece.modules.begin(), piece.modules.end());
+      double n = 0;
+      for (auto& p : model.named_parameters())
+        if (st.holds(p.key())) n += static_cast<double>(p.value().numel());
+      out.push_back(n);
+    }
+    return out;
+  }
+
+  void measure(Model& model, const torch::Device& device, torch::Tensor& cost) {
+    const auto& pieces = model.pieces();
+    {
       const bool was_training = model.is_training();
       model.eval();
       auto named = model.named_modules("", false);
@@ -482,7 +594,8 @@ class PipelineCollective : public GroupCollective {
         double best = std::numeric_limits<double>::infinity();
         torch::Tensor out;
         for (int rep = 0; rep < 3; ++rep) {
-          auto in = x.detach().requires_grad_();
+          // The first piece's input is the batch, whose gradient training never computes.
+          auto in = i == 0 ? x.detach() : x.detach().requires_grad_();
           sync(device);
           const auto t0 = std::chrono::steady_clock::now();
           {
@@ -502,8 +615,6 @@ class PipelineCollective : public GroupCollective {
       }
       model.train(was_training);
     }
-    g_->control_broadcast(cost);
-    return {cost.data_ptr<double>(), cost.data_ptr<double>() + cost.numel()};
   }
 
   std::set<std::string> modules_of(const Model& model, int s) const {
@@ -569,6 +680,8 @@ class PipelineCollective : public GroupCollective {
   Stage stage_;
   int replica_ = 0, replicas_ = 1;
   std::unique_ptr<ProcessGroup> replica_group_;  // this stage's replicas (null: one pipeline)
+  PipelineStep* step_ = nullptr;                 // the session's, which outlives its use here
+  double parameter_bytes_ = 0, optimizer_bytes_ = 0;
   std::set<const void*> own_buffers_;
   std::vector<std::size_t> begins_;
   std::shared_ptr<StageForward> forward_;

@@ -785,6 +785,7 @@ void Session::join_group() {
     pipeline.stages = c_.pipeline;
     pipeline.micro_batches = c_.micro_batches;
     pipeline.split = c_.pipeline_split;
+    pipeline.balance = c_.pipeline_balance;
     pipeline.sample = {std::max(1, (c_.batch_size + c_.micro_batches - 1) / c_.micro_batches), info_.channels,
                        info_.image_size, info_.image_size};
     pipeline.amp = amp_;
@@ -1001,6 +1002,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
     last_metrics_["comm_seconds"] = step_comm;
     last_metrics_["gradient_comm_seconds"] = group_->gradient_seconds() - gradient_at_epoch_start_;
   }
+  if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) last_metrics_["pipeline"] = figures;
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
   if (rank0() && may_write(128, "the TensorBoard events")) {

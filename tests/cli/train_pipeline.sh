@@ -147,6 +147,25 @@ check "stage 0 exits 1 when stage 1 hangs (exit $rc)" '[ $rc -eq 1 ]'
 check "within about the 5 s timeout ($((SECONDS - stopped_at)) s)" '[ $((SECONDS - stopped_at)) -le 20 ]'
 expect_msg "saying the other ranks did not answer" "expected the other ranks to answer" "$t/hang0.err"
 
+# --- D2: SIGTERM to stage 1 alone: both stages stop after the same step, rank 0 saves it, both exit 75
+ranks "$t/sig" "$t/sig" "${cnn[@]}" --epochs 200 --batch-size 8 --pipeline 2 --save-every 5steps
+deadline=$((SECONDS + 120))
+until ls "$t/sig" 2>/dev/null | grep -q 's000005'; do
+  ((SECONDS < deadline)) || die "no checkpoint of step 5" "$t/sig0.err"
+  sleep 0.05
+done
+kill -TERM $r1
+set +e
+wait $r1
+rc1=$?
+wait $r0
+rc0=$?
+set -e
+check "SIGTERM to stage 1: both stages exit 75 (stage 0: $rc0, stage 1: $rc1)" '[ $rc0 -eq 75 ] && [ $rc1 -eq 75 ]'
+sig_stop=$(sed -n 's/^stopped (signal on another rank) at step \([0-9]*\), saved.*/\1/p' "$t/sig0.err")
+check "stage 0 stopped for stage 1's signal at step '$sig_stop' and saved it" \
+  '[ -n "$sig_stop" ] && ls "$t/sig" | grep -q "s$(printf %06d "$sig_stop")"'
+
 # --- E: the interrupted pipeline's checkpoint resumes in one process (by parameter name) and
 # ends with one process's tensors
 one "$t/cont" "$t/cont" "${cnn[@]}" --epochs 2 --batch-size 4 --accum 2 --save-every 5steps ||
@@ -154,6 +173,18 @@ one "$t/cont" "$t/cont" "${cnn[@]}" --epochs 2 --batch-size 4 --accum 2 --save-e
 expect_msg "one process resumes the pipeline's checkpoint" "resuming from ckpt-e" "$t/cont.err"
 diff=$(tensors "$t/solo/$(newest "$t/solo")" "$t/cont/$(newest "$t/cont")")
 check "and ends with the tensors of one process's uninterrupted run (largest difference $diff)" 'zero "$diff"'
+
+# --- C2: --clip-grad-norm clips by the norm over both stages: a pipeline run with clipping that
+# bites ends where one process's does (the norm summed in another order: to float rounding), and
+# apart from the unclipped run
+one "$t/clip1" "$t/clip1" "${cnn[@]}" --epochs 1 --batch-size 4 --accum 2 --clip-grad-norm 0.05 || die "one process, clipped" "$t/clip1.err"
+ranks "$t/clip2" "$t/clip2" "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 2 --clip-grad-norm 0.05
+wait $r0 && wait $r1 || die "the clipped pipeline failed" "$t/clip20.err" "$t/clip21.err"
+one "$t/noclip" "$t/noclip" "${cnn[@]}" --epochs 1 --batch-size 4 --accum 2 || die "one process, unclipped" "$t/noclip.err"
+near=$(tensors "$t/clip1/$(newest "$t/clip1")" "$t/clip2/$(newest "$t/clip2")")
+apart=$(tensors "$t/clip1/$(newest "$t/clip1")" "$t/noclip/$(newest "$t/noclip")")
+check "clipped: the pipeline is within 1e-4 of one process ($near) and the clipping bit ($apart from unclipped)" \
+  '"$py" -c "import sys; n, a = map(float, sys.argv[1:]); sys.exit(0 if n <= 1e-4 and a > 100 * max(n, 1e-7) else 1)" "$near" "$apart"'
 
 # --- H: 2 stages x 2 data-parallel replicas (4 processes). With one micro-batch a step each
 # replica's stages compute what a data-parallel rank does, and the replicas sum their gradients as
@@ -197,8 +228,26 @@ rc=$?
 set -e
 check "--micro-batches without --pipeline is a usage error (exit $rc)" '[ $rc -eq 2 ]'
 
-# --- G: --nproc launches the stages too
+"$py" -c "import sys, torch; torch.jit.script(torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 3))).save(sys.argv[1])" "$t/own.pt"
+ranks "$t/ts" "$t/ts" --data "$t/digits.zip" --val "$t/val.zip" --model "$t/own.pt" --image-size 28 --device cpu --epochs 1 --pipeline 2
+set +e
+wait $r0
+rc=$?
+wait $r1
+set -e
+check "a TorchScript module with --pipeline is a usage error, not a wrong cut (exit $rc)" '[ $rc -eq 2 ]'
+expect_msg "saying why" "a TorchScript module (its forward is its own code)" "$t/ts0.err"
+set +e
+frugal-torch train "${cnn[@]}" --epochs 1 --pipeline 2 --pipeline-split features.2 --pipeline-balance parameters --run "$t/both" > /dev/null 2> "$t/both.err"
+rc=$?
+set -e
+check "--pipeline-split with --pipeline-balance parameters is a usage error (exit $rc)" '[ $rc -eq 2 ]'
+
+# --- G: --nproc launches the stages too; --pipeline-balance parameters evens out the parameters
 frugal-torch train "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --nproc 2 --run "$t/nproc" > "$t/nproc.out" 2> "$t/nproc.err" ||
   die "--nproc 2 --pipeline 2" "$t/nproc.err"
 check "--nproc 2 --pipeline 2 saves a checkpoint" '[ -n "$(newest "$t/nproc")" ]'
+frugal-torch train "${res[@]}" --epochs 1 --batch-size 16 --pipeline 2 --micro-batches 2 --pipeline-balance parameters \
+  --nproc 2 --run "$t/params" > "$t/params.out" 2> "$t/params.err" || die "--pipeline-balance parameters" "$t/params.err"
+expect_msg "resnet18 balanced by parameters cuts inside layer4" "(balanced by parameters): stage 0 = stem..layer4.0" "$t/params.err"
 finish

@@ -117,6 +117,7 @@ struct TrainConfig {
   int pipeline = 1;
   int micro_batches = 0;
   std::vector<std::string> pipeline_split;
+  std::string pipeline_balance = "time";  // or "parameters"
 
   bool epochs_auto() const { return epochs_mode == EpochsMode::automatic; }
 
