@@ -387,8 +387,8 @@ std::vector<Row> make_rows() {
        nullptr});
   // Pipeline stages (README "When the model does not fit one GPU").
   add({"pipeline", nullptr,
-       "cut the model into N stages, one per process of a torchrun run (each holds 1/N of the model); batch norm "
-       "then sees micro-batches",
+       "cut the model into N stages, one per process of a torchrun run (each holds and trains its part); batch "
+       "norm then sees micro-batches",
        Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return integer(c.pipeline, t, 1, 64); },
        nullptr});
   add({"micro_batches", nullptr,
