@@ -112,6 +112,12 @@ torch::Tensor recv_tensor(ProcessGroup& g, const torch::Device& device, int src,
   g.recv(header, src, tag * 2);
   header = header.cpu();
   auto h = header.accessor<std::int64_t, 1>();
+  // From another rank of this run, but checked before it sizes anything: a header that is not one
+  // (a peer out of step) is an I/O error naming it, not a read past the header.
+  if (h[2] < 0 || h[2] > kHeader - 3 || h[0] < 0 || h[0] >= static_cast<std::int64_t>(c10::ScalarType::NumOptions) ||
+      (h[1] == 1 && h[2] != 4))
+    fail(ErrorKind::io, "rank " + std::to_string(src), "a pipeline tensor's header", "another message",
+         "another rank is out of step; run the same command again to resume from the last checkpoint");
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(h[2]));
   for (std::size_t d = 0; d < sizes.size(); ++d) sizes[d] = h[3 + static_cast<std::int64_t>(d)];
   const auto dtype = static_cast<c10::ScalarType>(h[0]);
@@ -132,6 +138,12 @@ struct Stage {
   int prev = -1, next = -1;        // the ranks of the stages before and after this one (same replica)
   std::size_t begin = 0, end = 0;  // pieces
   std::set<std::string> modules;
+  // The modules of pieces [b, e).
+  static std::set<std::string> modules_of(const std::vector<ModelPiece>& pieces, std::size_t b, std::size_t e) {
+    std::set<std::string> out;
+    for (std::size_t i = b; i < e; ++i) out.insert(pieces[i].modules.begin(), pieces[i].modules.end());
+    return out;
+  }
   bool first() const { return index == 0; }
   bool last() const { return index == count - 1; }
   bool holds(const std::string& tensor) const {
@@ -397,8 +409,7 @@ class PipelineCollective : public GroupCollective {
     begins_ = begins;
     stage_.begin = begins[static_cast<std::size_t>(stage_.index)];
     stage_.end = begins[static_cast<std::size_t>(stage_.index) + 1];
-    for (std::size_t i = stage_.begin; i < stage_.end; ++i)
-      stage_.modules.insert(pieces[i].modules.begin(), pieces[i].modules.end());
+    stage_.modules = Stage::modules_of(pieces, stage_.begin, stage_.end);
     for (auto& m : model.named_modules("", /*include_self=*/false))
       if (stage_.modules.count(m.key())) m.value()->to(device);
     for (auto& b : model.named_buffers())
@@ -572,7 +583,7 @@ class PipelineCollective : public GroupCollective {
     std::vector<double> out;
     for (const auto& piece : model.pieces()) {
       Stage st;
-      st.modules.insert(piece.modules.begin(), piece.modules.end());
+      st.modules = {piece.modules.begin(), piece.modules.end()};
       double n = 0;
       for (auto& p : model.named_parameters())
         if (st.holds(p.key())) n += static_cast<double>(p.value().numel());
@@ -618,14 +629,9 @@ class PipelineCollective : public GroupCollective {
   }
 
   std::set<std::string> modules_of(const Model& model, int s) const {
-    const auto& begins = begins_of(model);
-    std::set<std::string> out;
-    for (std::size_t i = begins[static_cast<std::size_t>(s)]; i < begins[static_cast<std::size_t>(s) + 1]; ++i)
-      out.insert(model.pieces()[i].modules.begin(), model.pieces()[i].modules.end());
-    return out;
+    return Stage::modules_of(model.pieces(), begins_[static_cast<std::size_t>(s)],
+                             begins_[static_cast<std::size_t>(s) + 1]);
   }
-
-  const std::vector<std::size_t>& begins_of(const Model&) const { return begins_; }
 
   void say_plan(Model& model, const std::vector<std::size_t>& begins, const std::vector<double>& cost,
                 const std::string& how) {
@@ -639,7 +645,7 @@ class PipelineCollective : public GroupCollective {
       const std::size_t b = begins[static_cast<std::size_t>(s)], e = begins[static_cast<std::size_t>(s) + 1];
       std::int64_t numel = 0;
       Stage st;
-      for (std::size_t i = b; i < e; ++i) st.modules.insert(pieces[i].modules.begin(), pieces[i].modules.end());
+      st.modules = Stage::modules_of(pieces, b, e);
       for (auto& p : model.named_parameters())
         if (st.holds(p.key())) numel += p.value().numel();
       double share = 0;
