@@ -5,22 +5,20 @@
 
 namespace frugal {
 
-CheckpointWriter::CheckpointWriter(CheckpointManager& manager) : manager_(manager) {
-  worker_ = std::thread([this] { run(); });
-}
+CheckpointWriter::CheckpointWriter(CheckpointManager& manager)
+    : worker_([&manager](Checkpoint& ckpt) { return manager.save(ckpt); },
+              [this](Checkpoint&& done) {
+                spare_.clear();
+                for (auto* ts : {&done.weights, &done.state})
+                  for (auto& [name, t] : *ts) spare_.push_back(std::move(t));
+              }) {}
 
 CheckpointWriter::~CheckpointWriter() {
   try {
-    wait();
+    worker_.wait();
   } catch (const std::exception& e) {
     note(std::string("frugal: background checkpoint failed: ") + e.what());
   }
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  worker_.join();
 }
 
 void CheckpointWriter::submit(const Checkpoint& ckpt) {
@@ -52,55 +50,11 @@ void CheckpointWriter::submit(const Checkpoint& ckpt) {
   take(copy.weights);
   take(copy.state);
   spare_.clear();  // the copy owns them now; they come back when the save is done
-  {
-    std::lock_guard lock(mu_);
-    pending_ = std::move(copy);
-  }
-  cv_.notify_all();
+  worker_.submit(std::move(copy));
 }
 
-SaveResult CheckpointWriter::wait() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !pending_ && !writing_; });
-  if (error_) {
-    auto e = error_;
-    error_ = nullptr;
-    std::rethrow_exception(e);
-  }
-  return last_;
-}
+SaveResult CheckpointWriter::wait() { return worker_.wait(); }
 
-bool CheckpointWriter::busy() const {
-  std::lock_guard lock(mu_);
-  return pending_ || writing_;
-}
-
-void CheckpointWriter::run() {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stop_ || pending_; });
-    if (!pending_) return;  // stop_ and nothing left
-    Checkpoint ckpt = std::move(*pending_);
-    pending_.reset();
-    writing_ = true;
-    lock.unlock();
-    SaveResult result;
-    std::exception_ptr error;
-    try {
-      result = manager_.save(ckpt);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    spare_.clear();
-    for (auto* ts : {&ckpt.weights, &ckpt.state})
-      for (auto& [name, t] : *ts) spare_.push_back(std::move(t));
-    ckpt = Checkpoint();
-    writing_ = false;
-    last_ = result;
-    if (error) error_ = error;
-    cv_.notify_all();
-  }
-}
+bool CheckpointWriter::busy() const { return worker_.busy(); }
 
 }  // namespace frugal

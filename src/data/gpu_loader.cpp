@@ -281,7 +281,7 @@ GpuLoader::~GpuLoader() = default;
 void GpuLoader::start(std::int64_t epoch, std::int64_t position) { state_->queue->start(epoch, position); }
 
 std::optional<Batch> GpuLoader::next() {
-  auto b = state_->queue->next();
+  auto b = state_->queue->next_batch();
   // The batch was made on a worker's stream; the caller's stream now uses it, so the caching
   // allocator must not hand its memory back to the worker's stream before the caller is done.
   if (b && b->images.is_cuda() && b->images.numel() > 0)

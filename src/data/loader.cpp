@@ -99,10 +99,42 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options) : 
 Loader::~Loader() = default;
 
 void Loader::start(std::int64_t epoch, std::int64_t position) { state_->queue->start(epoch, position); }
-std::optional<Batch> Loader::next() { return state_->queue->next(); }
+std::optional<Batch> Loader::next() { return state_->queue->next_batch(); }
 std::int64_t Loader::batches_per_epoch() const { return state_->queue->batches_per_epoch(); }
 std::uint64_t Loader::samples_seen() const { return state_->queue->samples_seen(); }
 std::uint64_t Loader::samples_bad() const { return state_->queue->samples_bad(); }
+
+struct LabelLoader::State {
+  std::unique_ptr<BatchQueue> queue;
+};
+
+LabelLoader::LabelLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
+    : state_(std::make_unique<State>()) {
+  if (!dataset) fail(ErrorKind::usage, "LabelLoader", "a dataset", "none", "");
+  options.workers = 1;  // a label is a lookup
+  options.pin_memory = false;
+  const Dataset* data = dataset.get();  // the queue holds the dataset as long as its worker runs
+  state_->queue = std::make_unique<BatchQueue>("LabelLoader", std::move(dataset), options, [data]() -> BuildBatch {
+    return [data](const BatchJob& job) {
+      BuiltBatch r;
+      const auto n = static_cast<std::int64_t>(job.samples.size());
+      r.images = torch::empty({n, 0}, torch::kUInt8);
+      r.labels = torch::empty({n}, torch::kInt64);
+      auto* lab = r.labels.data_ptr<std::int64_t>();
+      for (std::size_t i = 0; i < job.samples.size(); ++i) lab[i] = data->label(job.samples[i]);
+      r.seen = n;
+      return r;
+    };
+  });
+}
+
+LabelLoader::~LabelLoader() = default;
+
+void LabelLoader::start(std::int64_t epoch, std::int64_t position) { state_->queue->start(epoch, position); }
+std::optional<Batch> LabelLoader::next() { return state_->queue->next_batch(); }
+std::int64_t LabelLoader::batches_per_epoch() const { return state_->queue->batches_per_epoch(); }
+std::uint64_t LabelLoader::samples_seen() const { return state_->queue->samples_seen(); }
+std::uint64_t LabelLoader::samples_bad() const { return state_->queue->samples_bad(); }
 
 namespace {
 

@@ -218,4 +218,35 @@ TEST_F(ShardedLoader, AnotherWorldSizeResumesAtTheSamePosition) {
   expect_same(std::vector<Batch>(one.begin() + 3, one.end()), back);
 }
 
+// A pipeline stage after the first loads labels only (LabelLoader): the Loader's batches, sizes,
+// labels and positions, sharded and resumed alike, and no image read (its images are (n, 0)).
+TEST_F(ShardedLoader, ALabelLoaderHasTheLoadersBatchesWithoutTheirImages) {
+  auto ds = Dataset::open(dir_ / "folders.zip");  // 38 samples
+  LoaderOptions o;
+  o.image_size = 16;
+  o.seed = 5;
+  o.batch_size = 4;
+  o.workers = 3;
+  for (int rank : {0, 1}) {
+    o.shard = {rank, 2};
+    for (std::int64_t position : {std::int64_t{0}, std::int64_t{16}}) {
+      auto images = epoch(ds, o, 2, position);
+      LabelLoader labels(ds, o);
+      EXPECT_EQ(labels.batches_per_epoch(), Loader(ds, o).batches_per_epoch());
+      labels.start(2, position);
+      std::size_t k = 0;
+      while (auto b = labels.next()) {
+        ASSERT_LT(k, images.size());
+        EXPECT_EQ(b->images.sizes(), (std::vector<std::int64_t>{images[k].images.size(0), 0})) << k;
+        EXPECT_TRUE(torch::equal(b->labels, images[k].labels)) << "rank " << rank << " batch " << k;
+        EXPECT_EQ(b->position, images[k].position);
+        EXPECT_EQ(b->epoch, 2);
+        ++k;
+      }
+      EXPECT_EQ(k, images.size());
+      EXPECT_EQ(labels.samples_bad(), 0u);
+    }
+  }
+}
+
 }  // namespace

@@ -28,6 +28,7 @@
 
 #include "frugal/budget/budget.h"
 #include "frugal/util/env.h"
+#include "frugal/util/serial_worker.h"
 #include "frugal/util/fs.h"
 #include "frugal/models/models.h"
 #include "frugal/checkpoint_files/checkpoint_files.h"
@@ -290,20 +291,13 @@ class CheckpointWriter {
   bool busy() const;
 
  private:
-  void run();
-  CheckpointManager& manager_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<Checkpoint> pending_;
-  bool writing_ = false, stop_ = false;
-  SaveResult last_;
-  std::exception_ptr error_;
   // Host tensors of the previous save, reused by the next snapshot: copying into memory that is
   // already mapped costs a memcpy, while fresh buffers cost a page fault per 4 KiB on top, which
   // made the training stall of a background save longer than a synchronous save. Holds one
-  // host copy of the state between saves.
+  // host copy of the state between saves. Written by the worker's Done (its thread) before
+  // wait() returns, read by submit() after it.
   std::vector<torch::Tensor> spare_;
-  std::thread worker_;
+  SerialWorker<Checkpoint, SaveResult> worker_;  // last: its thread stops before spare_ goes
 };
 
 }  // namespace frugal

@@ -68,13 +68,27 @@ class Loader : public BatchSource {
   std::unique_ptr<State> state_;
 };
 
-// One rule for the memory of every loader, whatever command made it: Error(usage) for workers
-// outside [1, kMaxWorkers]; Error(budget) when one image of image_size^2 x channels is past what
-// the decoders count in an int, or when the batches a loader may hold at once (prefetch_batches +
-// workers + 2 of batch_size images: the CPU Loader's pool) and each worker's scratch images (a few
-// output-sized images) need more than half of this machine's RAM. The message names the workers,
-// batch size and image size that fit. The loaders call it before starting a thread.
-void check_loader_memory(const LoaderOptions& options, int channels);
+// A Loader's batches with their labels only: the same samples, order, positions and batch count,
+// no image read or decoded (`images` is an empty (n, 0) tensor that says how many there are; none
+// is found undecodable). What a pipeline stage after the first loads: its input comes from the
+// stage before, its micro-batches' sizes and labels from the first (train/pipeline.cpp).
+class LabelLoader : public BatchSource {
+ public:
+  LabelLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions options);
+  ~LabelLoader() override;
+  LabelLoader(const LabelLoader&) = delete;
+  LabelLoader& operator=(const LabelLoader&) = delete;
+
+  void start(std::int64_t epoch, std::int64_t position = 0) override;
+  std::optional<Batch> next() override;
+  std::int64_t batches_per_epoch() const override;
+  std::uint64_t samples_seen() const override;
+  std::uint64_t samples_bad() const override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // The one rule for a model's per-channel statistics (mean or std) on images of `channels`:
 // as many values as channels are taken as they are; one value serves every channel; gray images

@@ -1,7 +1,7 @@
 // The sample order of one epoch as one rank reads it: which samples each batch holds, and the
 // position (a global sample index) the epoch has reached after it. The one place where the
 // (seed, epoch) order, batching, resume positions and the rank's share of each batch are decided;
-// every BatchSource hands out batches through it (src/data/batch_queue.h). Torch-free.
+// every BatchSource hands out batches through it (include/frugal/dataset/prefetch_queue.h). Torch-free.
 #pragma once
 
 #include <cstdint>

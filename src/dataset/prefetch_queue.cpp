@@ -1,7 +1,10 @@
-#include "data/batch_queue.h"
+// The torch-free parts of the batch engine (include/frugal/dataset/prefetch_queue.h): the options'
+// and memory checks every loader makes, a builder's count of bad images, the bad-image limit.
+#include "frugal/dataset/prefetch_queue.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <sstream>
@@ -17,7 +20,7 @@ std::string percent(double f) {
 }
 }  // namespace
 
-bool BuiltBatch::count_bad(const Dataset& data, std::size_t idx, const Error& e) {
+bool BatchTally::count_bad(const Dataset& data, std::size_t idx, const Error& e) {
   if (e.kind() != ErrorKind::invalid && e.kind() != ErrorKind::unsupported) return false;
   ++bad;
   if (first_error.empty()) first_error = e.what();
@@ -83,118 +86,15 @@ LoaderOptions checked_loader_options(const std::string& who, LoaderOptions o) {
   return o;
 }
 
-BatchQueue::BatchQueue(std::string who, std::shared_ptr<const Dataset> data, const LoaderOptions& options,
-                       std::function<BuildBatch()> make_worker)
-    : who_(std::move(who)),
-      data_(std::move(data)),
-      opt_(checked_loader_options(who_, options)),
-      make_worker_(std::move(make_worker)) {
-  if (!data_) fail(ErrorKind::usage, who_, "a dataset", "none", "");
-  check_loader_memory(opt_, data_->channels());
-  for (int i = 0; i < opt_.workers; ++i) threads_.emplace_back([this] { worker(); });
-}
-
-BatchQueue::~BatchQueue() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  work_cv_.notify_all();
-  for (auto& t : threads_) t.join();
-}
-
-void BatchQueue::worker() {
-  BuildBatch build = make_worker_();
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    work_cv_.wait(lock, [&] {
-      return stop_ || (active_ && claimed_ < plan_.batches && claimed_ < returned_ + opt_.prefetch_batches);
-    });
-    if (stop_) return;
-    BatchJob job;
-    job.index = claimed_++;
-    job.epoch = plan_.epoch;
-    job.samples = plan_.samples(job.index);
-    const std::uint64_t gen = generation_;
-    lock.unlock();
-    Slot slot;
-    try {
-      slot.batch = build(job);
-    } catch (...) {
-      slot.error = std::current_exception();
-    }
-    lock.lock();
-    if (gen == generation_) {
-      ready_[job.index] = std::move(slot);
-      ready_cv_.notify_all();
-    }
-  }
-}
-
-std::int64_t BatchQueue::batches_per_epoch() const { return epoch_batches(data_->size(), opt_); }
-
-void BatchQueue::start(std::int64_t epoch, std::int64_t position) {
-  EpochPlan plan = EpochPlan::make(data_->size(), opt_, epoch, position, who_, data_->io_groups());
-  std::lock_guard<std::mutex> lock(mu_);
-  ++generation_;
-  ready_.clear();
-  plan_ = std::move(plan);
-  claimed_ = returned_ = 0;
-  seen_ = bad_ = cpu_ = 0;
-  first_error_.clear();
-  active_ = true;
-  work_cv_.notify_all();
-}
-
-std::optional<Batch> BatchQueue::next() {
-  for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!active_) fail(ErrorKind::usage, who_ + "::next", "start(epoch) first", "a loader that was not started", "");
-    if (returned_ >= plan_.batches) return std::nullopt;
-    const std::int64_t k = returned_;
-    ready_cv_.wait(lock, [&] { return ready_.count(k) > 0; });
-    Slot slot = std::move(ready_[k]);
-    ready_.erase(k);
-    ++returned_;
-    work_cv_.notify_all();
-    if (slot.error) std::rethrow_exception(slot.error);
-    BuiltBatch& r = slot.batch;
-    seen_ += r.seen;
-    bad_ += r.bad;
-    cpu_ += r.cpu_decoded;
-    if (first_error_.empty()) first_error_ = r.first_error;
-    // Over the limit once the epoch can no longer end below it, or at its end.
-    const double limit = data_->options().max_bad_fraction;
-    const std::int64_t epoch_total = plan_.rank_samples();
-    if (bad_ > 0 && (bad_ > limit * epoch_total || (returned_ == plan_.batches && bad_ > limit * seen_)))
-      fail(ErrorKind::invalid, data_->path().string(),
-           "at most " + percent(limit) + " undecodable images ({max_bad_fraction})",
-           std::to_string(bad_) + " of " + std::to_string(seen_) + " seen failed, e.g. " + first_error_,
-           "remove or replace the bad files, or raise {max_bad_fraction}");
-    // Every image of this batch was bad: one process skips it; ranks must stay in step.
-    if (r.images.size(0) == 0 && opt_.shard.world == 1) continue;
-    Batch b;
-    b.images = std::move(r.images);
-    b.labels = std::move(r.labels);
-    b.epoch = plan_.epoch;
-    b.position = plan_.position_after(k);
-    return b;
-  }
-}
-
-std::uint64_t BatchQueue::samples_seen() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<std::uint64_t>(seen_);
-}
-
-std::uint64_t BatchQueue::samples_bad() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<std::uint64_t>(bad_);
-}
-
-std::uint64_t BatchQueue::cpu_decoded() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<std::uint64_t>(cpu_);
+void check_bad_fraction(const Dataset& data, std::int64_t bad, std::int64_t seen, std::int64_t epoch_total,
+                        bool epoch_done, const std::string& first_error) {
+  const double limit = data.options().max_bad_fraction;
+  const auto b = static_cast<double>(bad);
+  if (b > limit * static_cast<double>(epoch_total) || (epoch_done && b > limit * static_cast<double>(seen)))
+    fail(ErrorKind::invalid, data.path().string(),
+         "at most " + percent(limit) + " undecodable images ({max_bad_fraction})",
+         std::to_string(bad) + " of " + std::to_string(seen) + " seen failed, e.g. " + first_error,
+         "remove or replace the bad files, or raise {max_bad_fraction}");
 }
 
 }  // namespace frugal
