@@ -60,6 +60,11 @@ class Collective {
   virtual int replicas() const { return world(); }
   virtual int replica() const { return rank(); }
 
+  // Whether this process's steps read the images of their batches: a pipeline stage after the
+  // first takes its input from the stage before and its micro-batches' sizes and labels from the
+  // first (train/pipeline.cpp), so its training loader reads labels only (LabelLoader).
+  virtual bool reads_images() const { return true; }
+
   virtual StepPlan agree_on_step(const StepPlan& mine) { return mine; }
   // Whether any process says true (solo: this one).
   virtual bool any(bool mine) { return mine; }

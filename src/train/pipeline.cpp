@@ -86,7 +86,7 @@ std::vector<std::pair<char, int>> one_f_one_b(int stage, int stages, int micro_b
 
 namespace {
 
-constexpr int kActivationTag = 1, kGradientTag = 2;
+constexpr int kActivationTag = 1, kGradientTag = 2, kPlanTag = 3;
 constexpr std::int64_t kHeader = 12;  // dtype, channels-last, rank, up to 9 sizes
 
 // One message: a header that says the tensor's dtype, layout and shape, then its elements. A
@@ -199,16 +199,52 @@ class PipelineStep : public TrainStep {
   struct Slot {
     torch::Tensor input, output, loss;
   };
+  // One micro-batch as this stage sees it: the first stage's images, the last stage's labels (on
+  // the device), and its size on every stage.
+  struct Micro {
+    torch::Tensor images, labels;
+    std::int64_t size = 0;
+  };
 
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> micro_batches(
-      const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) const {
-    std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
-    const std::int64_t micro = options_.micro_batch;
-    for (const auto& [images, labels] : batches)
-      for (std::int64_t start = 0; start < images.size(0); start += micro) {
-        const std::int64_t end = std::min(start + micro, images.size(0));
-        out.emplace_back(images.slice(0, start, end), labels.slice(0, start, end));
-      }
+  // The first stage cuts its batches into micro-batches of options_.micro_batch and sends the
+  // step's plan, [count, each size, every label], to the other stages of its replica: they load no
+  // image (their loader reads labels only: Collective::reads_images), and a batch that lost
+  // undecodable images on the first stage is the same size on every stage.
+  std::vector<Micro> micro_batches(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
+    std::vector<Micro> out;
+    const int first_rank = g_.rank() - stage_.index;
+    if (stage_.first()) {
+      std::vector<std::int64_t> plan{0};
+      std::vector<torch::Tensor> labels;
+      for (const auto& [images, l] : batches)
+        for (std::int64_t start = 0; start < images.size(0); start += options_.micro_batch) {
+          const std::int64_t end = std::min(start + options_.micro_batch, images.size(0));
+          out.push_back({images.slice(0, start, end), l.slice(0, start, end), end - start});
+          plan.push_back(end - start);
+          labels.push_back(out.back().labels.to(torch::kInt64));
+        }
+      plan[0] = static_cast<std::int64_t>(out.size());
+      labels.insert(labels.begin(), torch::tensor(plan, torch::kInt64));
+      auto message = torch::cat(labels).to(options_.device);
+      for (int s = 1; s < stage_.count; ++s) send_tensor(g_, message, first_rank + s, kPlanTag);
+      return out;
+    }
+    const auto message = recv_tensor(g_, options_.device, first_rank, kPlanTag);
+    const auto host = message.cpu();
+    const std::int64_t n = host.numel();
+    const auto* p =
+        message.scalar_type() == torch::kInt64 && message.dim() == 1 ? host.data_ptr<std::int64_t>() : nullptr;
+    if (p == nullptr || n < 1 || p[0] < 0 || p[0] > n - 1)
+      fail(ErrorKind::io, "rank " + std::to_string(first_rank), "a pipeline step's plan", "another message",
+           "another rank is out of step; run the same command again to resume from the last checkpoint");
+    std::int64_t at = 1 + p[0];
+    for (std::int64_t i = 0; i < p[0]; ++i) {
+      if (p[1 + i] < 1 || at + p[1 + i] > n)
+        fail(ErrorKind::io, "rank " + std::to_string(first_rank), "a pipeline step's plan", "sizes past its labels",
+             "another rank is out of step; run the same command again to resume from the last checkpoint");
+      out.push_back({torch::Tensor(), message.slice(0, at, at + p[1 + i]), p[1 + i]});
+      at += p[1 + i];
+    }
     return out;
   }
 
@@ -216,7 +252,7 @@ class PipelineStep : public TrainStep {
                               std::int64_t global_samples) {
     const auto micro = micro_batches(batches);
     std::int64_t local = 0;
-    for (const auto& [images, labels] : micro) local += images.size(0);
+    for (const auto& m : micro) local += m.size;
     const std::int64_t total = global_samples > 0 ? global_samples : local;
     if (replicas_)
       replicas_->prepare_gradients(params_);  // backward accumulates into the all-reduce's buckets
@@ -234,20 +270,20 @@ class PipelineStep : public TrainStep {
     };
     for (const auto& [what, i] : one_f_one_b(stage_.index, stage_.count, static_cast<int>(micro.size()))) {
       Slot& s = slots[static_cast<std::size_t>(i)];
-      const auto& [images, labels] = micro[static_cast<std::size_t>(i)];
+      const Micro& m = micro[static_cast<std::size_t>(i)];
       if (what == 'F') {
         if (before_micro_step) before_micro_step(micro_steps_);
         ++micro_steps_;
         s.input =
-            stage_.first() ? prepare_batch(images, options_) : receive(stage_.prev, kActivationTag).requires_grad_();
+            stage_.first() ? prepare_batch(m.images, options_) : receive(stage_.prev, kActivationTag).requires_grad_();
         AutocastGuard autocast(options_.device.type(), options_.amp);
         s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
         if (stage_.last()) {
-          auto y = labels.to(options_.device, /*non_blocking=*/true);
+          auto y = m.labels.to(options_.device, torch::kInt64, /*non_blocking=*/true);
           auto loss = torch::nn::functional::cross_entropy(s.output.to(torch::kFloat32), y, ce);
-          const double share = static_cast<double>(images.size(0)) / static_cast<double>(total);
+          const double share = static_cast<double>(m.size) / static_cast<double>(total);
           s.loss = scaler_.scale(loss * share);
-          loss_sum += loss.detach() * static_cast<double>(images.size(0));
+          loss_sum += loss.detach() * static_cast<double>(m.size);
         } else {
           send_tensor(g_, s.output.detach(), stage_.next, kActivationTag);
         }
@@ -518,10 +554,11 @@ class PipelineCollective : public GroupCollective {
     g_->all_reduce_sum(counts);
   }
 
+  bool reads_images() const override { return stage_.first(); }
   int replicas() const override { return replicas_; }
   int replica() const override { return replica_; }
 
-  // Only the first stage counts the step's samples (every stage loads the same batches).
+  // Only the first stage counts the step's samples (the others load the same batches' labels).
   StepPlan agree_on_step(const StepPlan& mine) override {
     StepPlan m = mine;
     if (!stage_.first()) m.samples = 0;

@@ -144,7 +144,7 @@ class Session {
   std::unique_ptr<TrainStep> step_;
   StepOptions step_options_;
   EvalOptions eval_options_;                   // the evaluation chunk that fits, kept across epochs
-  std::unique_ptr<BatchSource> train_loader_;  // the CPU Loader, or the GpuLoader with --decode gpu
+  std::unique_ptr<BatchSource> train_loader_;  // Loader, GpuLoader (--decode gpu) or LabelLoader (a later stage)
   std::unique_ptr<Loader> val_loader_;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<CheckpointWriter> writer_;
@@ -1152,8 +1152,9 @@ void Session::start_together() {
          "give every rank the same run folder (on several machines: a shared file system)");
 }
 
-// The training loader (CPU, or GPU with --decode gpu; each rank its slice of every global batch)
-// and the validation loader, and the steps they make.
+// The training loader (CPU, or GPU with --decode gpu; each rank its slice of every global batch;
+// labels only on a pipeline stage after the first) and the validation loader, and the steps they
+// make.
 void Session::make_loaders() {
   LoaderOptions lo;
   lo.image_size = info_.image_size;
@@ -1162,7 +1163,9 @@ void Session::make_loaders() {
   lo.seed = c_.seed;
   lo.pin_memory = device_.is_cuda();
   if (replicas() > 1) lo.shard = {group_->replica(), replicas()};
-  if (c_.decode == DecodeChoice::gpu) {
+  if (!group_->reads_images()) {
+    train_loader_ = std::make_unique<LabelLoader>(train_, lo);
+  } else if (c_.decode == DecodeChoice::gpu) {
     GpuOutputOptions go;  // uint8 levels, normalised by TrainStep as the CPU batches are
     go.device = device_.has_index() ? device_.index() : 0;
     train_loader_ = std::make_unique<GpuLoader>(train_, lo, go);

@@ -6,7 +6,8 @@
 # the pipeline's evaluation's); --pipeline-split cuts where named and refuses unknown names with the
 # model's pieces; kill -9 of stage 1 ends stage 0 within --dist-timeout (exit 1), and the rerun
 # resumes and ends bitwise equal to the uninterrupted run; a stopped (hanging) stage ends the other
-# within the timeout; a pipeline run resumes in one process; mistakes are refused with a hint.
+# within the timeout; a pipeline run resumes in one process; mistakes are refused with a hint; only
+# stage 0 decodes images, and a batch it cut short (an undecodable image) is the same on all stages.
 source "$(dirname "$0")/lib/common.sh"
 needs_commands frugal frugal-torch
 needs_python PIL safetensors torch
@@ -250,4 +251,17 @@ check "--nproc 2 --pipeline 2 saves a checkpoint" '[ -n "$(newest "$t/nproc")" ]
 frugal-torch train "${res[@]}" --epochs 1 --batch-size 16 --pipeline 2 --micro-batches 2 --pipeline-balance parameters \
   --nproc 2 --run "$t/params" > "$t/params.out" 2> "$t/params.err" || die "--pipeline-balance parameters" "$t/params.err"
 expect_msg "resnet18 balanced by parameters cuts inside layer4" "(balanced by parameters): stage 0 = stem..layer4.0" "$t/params.err"
+# --- I: only stage 0 decodes (the later stages load labels alone and take each step's sizes and
+# labels from it): with an undecodable image in the data, which stage 0 leaves out of its batch,
+# the pipeline still trains bitwise what one process does on the same data.
+cp "$t/digits.zip" "$t/bad.zip"
+"$py" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('class1/005b.png', b'not a png at all')" "$t/bad.zip"
+badcnn=(--data "$t/bad.zip" --val "$t/val.zip" --model cnn --device cpu --workers 1 --deterministic --seed 3 --max-bad-fraction 0.05)
+one "$t/badsolo" "$t/badsolo" "${badcnn[@]}" --epochs 1 --batch-size 4 --accum 2 || die "one process, a bad image" "$t/badsolo.err"
+ranks "$t/badpipe" "$t/badpipe" "${badcnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 2
+wait $r0 && wait $r1 || die "2 stages, a bad image" "$t/badpipe0.err" "$t/badpipe1.err"
+expect_msg "stage 0 met the undecodable image" "005b.png" "$t/badpipe0.err"
+diff=$(tensors "$t/badsolo/$(newest "$t/badsolo")" "$t/badpipe/$(newest "$t/badpipe")")
+check "with a batch one image short on stage 0, the stages still equal one process (largest difference $diff)" 'zero "$diff"'
+
 finish

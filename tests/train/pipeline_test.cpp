@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -181,11 +182,17 @@ struct StageRun {
   torch::Tensor before, after;  // the stage's first parameter
 };
 
+using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
+
 // Two stages (threads) take one step on the same batch with fp16-style loss scaling; `tamper`
-// may touch stage 1's step or model first.
-std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep&, Model&)>& tamper) {
+// may touch stage 1's step or model first; `batch_of(stage)`, when given, is what each stage's
+// loader handed it (micro-batches of 4 then, else one of 8).
+std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep&, Model&)>& tamper,
+                                   const std::function<Batches(int stage)>& batch_of = {}) {
   const int port = free_port();
   std::array<StageRun, 2> out;
+  std::mutex init_mu;
+  torch::manual_seed(11);
   auto images = torch::randint(0, 255, {8, 1, 4, 4}, torch::kUInt8);
   auto labels = torch::randint(0, 3, {8}, torch::kInt64);
   std::vector<std::thread> threads;
@@ -197,8 +204,10 @@ std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep
         env.world = 2;
         env.master_addr = "127.0.0.1";
         env.master_port = port;
+        std::unique_lock<std::mutex> init(init_mu);  // one thread at a time on torch's global generator
         torch::manual_seed(5);
         TwoPieces model;
+        init.unlock();
         PipelineOptions po;
         po.stages = 2;
         po.micro_batches = 2;
@@ -210,14 +219,14 @@ std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep
         auto opt = make_optimizer(model, oo);
         LossScaler scaler(LossScalerOptions{}, torch::kCPU);
         StepOptions so;
-        so.micro_batch = 8;
+        so.micro_batch = batch_of ? 4 : 8;
         so.mean = {0.5f};
         so.std = {0.5f};
         auto step = group->make_step(model, *opt.optimizer, scaler, so);
         const torch::Tensor first = rank == 0 ? model.conv->weight : model.fc->weight;
         out[rank].before = first.detach().clone();
         if (tamper) tamper(rank, *step, model);
-        StepResult r = step->run({{images, labels}}, 0);
+        StepResult r = step->run(batch_of ? batch_of(rank) : Batches{{images, labels}}, 0);
         out[rank].skipped = r.skipped;
         out[rank].scale = scaler.scale_value();
         out[rank].after = first.detach().clone();
@@ -252,6 +261,27 @@ TEST(PipelineStep, InfOnOneStageSkipsTheStepOnBoth) {
     EXPECT_TRUE(r[s].skipped) << "stage " << s;
     EXPECT_TRUE(torch::equal(r[s].before, r[s].after)) << "stage " << s << " stepped";
     EXPECT_EQ(r[s].scale, 32768.0) << "stage " << s;
+  }
+}
+
+// Stage 1 loads labels only (LabelLoader): the first stage's micro-batch sizes and labels are the
+// step's. Here stage 0's loader dropped an undecodable image (7 of 8 left, micro-batches of 4 and
+// 3) while stage 1's labels-only batch holds all 8 with other labels: both stages end exactly as
+// when each was handed stage 0's batch.
+TEST(PipelineStep, LaterStagesTakeTheFirstStagesSizesAndLabels) {
+  torch::manual_seed(3);
+  auto images = torch::randint(0, 255, {7, 1, 4, 4}, torch::kUInt8);
+  auto labels = torch::randint(0, 3, {7}, torch::kInt64);
+  auto want = two_stages(nullptr, [&](int) { return Batches{{images, labels}}; });
+  auto got = two_stages(nullptr, [&](int stage) {
+    if (stage == 0) return Batches{{images, labels}};
+    return Batches{{torch::empty({8, 0}, torch::kUInt8), torch::full({8}, 2, torch::kInt64)}};
+  });
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_FALSE(want[s].error) << want[s].error->what();
+    ASSERT_FALSE(got[s].error) << got[s].error->what();
+    EXPECT_FALSE(torch::equal(got[s].before, got[s].after)) << "stage " << s << " did not step";
+    EXPECT_TRUE(torch::equal(want[s].after, got[s].after)) << "stage " << s;
   }
 }
 
