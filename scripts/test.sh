@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit and CLI tests through CTest, a short fuzzing pass, then the sanitizer builds'
-# unit tests (scripts/sanitize.sh).
+# unit tests (scripts/sanitize.sh) and clang-tidy over the torch-free code (scripts/tidy.sh, about
+# 4 minutes on 2 cores).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -13,6 +14,10 @@ fi
 # (FRUGAL_SANITIZE=0 leaves them out of a run by hand).
 if [ "${FRUGAL_SANITIZE:-1}" != 0 ]; then
   scripts/sanitize.sh || rc=1
+fi
+# clang-tidy's findings fail the run as compiler warnings do in CI (FRUGAL_TIDY=0 leaves it out).
+if [ "${FRUGAL_TIDY:-1}" != 0 ]; then
+  scripts/tidy.sh || rc=1
 fi
 [ $rc -eq 0 ] && echo "test: all passed" || echo "test: FAILED"
 exit $rc

@@ -5,8 +5,8 @@
 # database (one file per file, no LibTorch) is configured in build-tidy/; nothing is compiled.
 # Exits non-zero on any finding (.clang-tidy: WarningsAsErrors). Only the sources' own lines are
 # reported, not those of the headers they include (no -header-filter).
-# Takes about 11 minutes here (7 min of CPU, JOBS=2 on 2 cores shared with other builds); `make
-# tidy` runs it.
+# Takes about 4 minutes here (7 min of CPU, JOBS=2 on 2 cores); `make tidy` and `make test`
+# (scripts/test.sh) run it.
 # Usage: scripts/tidy.sh [REGEX]   (REGEX narrows the files, e.g. scripts/tidy.sh src/archive/)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
