@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "frugal/data/loader.h"
+#include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"
 #include "train/distributed.h"
 
@@ -86,12 +88,20 @@ class Collective {
   // Before a save: this process's copy of the model and its optimizer state made whole (a
   // pipeline's stages send theirs); every process takes part.
   virtual void gather(Model&, const OptimizerSetup&) {}
-  // What evaluate() runs (a pipeline stage's part of the forward), and how the processes' counts
-  // become the whole set's (summed over data-parallel shards; a pipeline's last stage's).
   // What an epoch's metrics record of the processes' own work (null: nothing): a pipeline's
   // per-rank memory, schedule and wait seconds. Every process takes part.
   virtual nlohmann::json epoch_figures() { return nullptr; }
-  virtual Model& eval_model(Model& model) { return model; }
+  // What evaluate() runs and reads here, its options set for it: the model and this process's
+  // validation batches; on a pipeline stage its part of the forward, the first stage's batches
+  // (the others read no image: their `val` is a LabelLoader they leave alone), chunks of the
+  // training micro-batch and no halving on one stage alone. Every process takes part.
+  struct Evaluation {
+    Model& model;
+    BatchSource& batches;
+  };
+  virtual Evaluation for_evaluation(Model& model, BatchSource& val, EvalOptions&) { return {model, val}; }
+  // How the processes' counts become the whole set's (summed over data-parallel shards; a
+  // pipeline's last stage's).
   virtual void combine_eval(std::vector<torch::Tensor>& counts) { sum(counts); }
   // Before a step: each process's dropout draws from a generator of (seed, rank, step), so that
   // ranks resume as they ran whatever the world size before; solo: the one generator goes on.

@@ -148,6 +148,7 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         if (!is_out_of_memory(err)) throw;
         empty_device_cache(options.device);
         const std::int64_t chunk = end - start;
+        if (e.out_of_memory) e.out_of_memory(chunk);  // throws
         if (chunk <= 1)
           fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
                "use a smaller {image_size} or model, or a larger {gpu_memory}");

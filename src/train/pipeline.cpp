@@ -86,7 +86,7 @@ std::vector<std::pair<char, int>> one_f_one_b(int stage, int stages, int micro_b
 
 namespace {
 
-constexpr int kActivationTag = 1, kGradientTag = 2, kPlanTag = 3;
+constexpr int kActivationTag = 1, kGradientTag = 2, kPlanTag = 3, kGatherTag = 4;
 constexpr std::int64_t kHeader = 12;  // dtype, channels-last, rank, up to 9 sizes
 
 // One message: a header that says the tensor's dtype, layout and shape, then its elements. A
@@ -136,6 +136,7 @@ torch::Tensor recv_tensor(ProcessGroup& g, const torch::Device& device, int src,
 struct Stage {
   int index = 0, count = 1;
   int prev = -1, next = -1;        // the ranks of the stages before and after this one (same replica)
+  int first_rank = 0;              // the rank of this replica's first stage
   std::size_t begin = 0, end = 0;  // pieces
   std::set<std::string> modules;
   // The modules of pieces [b, e).
@@ -152,6 +153,26 @@ struct Stage {
     return false;
   }
 };
+
+// The first stage's plan (of a step, or of an evaluation batch: int64 values) to the other stages
+// of its replica, which read no image and take their sizes and labels from it.
+void send_plan(ProcessGroup& g, const Stage& stage, const torch::Tensor& plan, const torch::Device& device) {
+  const auto message = plan.to(device);
+  for (int s = 1; s < stage.count; ++s) send_tensor(g, message, stage.first_rank + s, kPlanTag);
+}
+
+[[noreturn]] void plan_out_of_step(const Stage& stage, const std::string& what) {
+  fail(ErrorKind::io, "rank " + std::to_string(stage.first_rank), "a pipeline " + what + "'s plan", "another message",
+       "another rank is out of step; run the same command again to resume from the last checkpoint");
+}
+
+// The plan on a later stage, on the CPU: checked to be what send_plan sends (1-D int64, not
+// empty) before its values size anything.
+torch::Tensor recv_plan(ProcessGroup& g, const Stage& stage, const torch::Device& device, const std::string& what) {
+  auto plan = recv_tensor(g, device, stage.first_rank, kPlanTag).cpu();
+  if (plan.scalar_type() != torch::kInt64 || plan.dim() != 1 || plan.numel() < 1) plan_out_of_step(stage, what);
+  return plan;
+}
 
 // The step of one stage: its micro-batches' forwards and backwards in 1F1B order, then one
 // all-reduce over the stages of the loss, of whether any gradient was inf/NaN (a skipped step is
@@ -212,7 +233,6 @@ class PipelineStep : public TrainStep {
   // undecodable images on the first stage is the same size on every stage.
   std::vector<Micro> micro_batches(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
     std::vector<Micro> out;
-    const int first_rank = g_.rank() - stage_.index;
     if (stage_.first()) {
       std::vector<std::int64_t> plan{0};
       std::vector<torch::Tensor> labels;
@@ -225,23 +245,16 @@ class PipelineStep : public TrainStep {
         }
       plan[0] = static_cast<std::int64_t>(out.size());
       labels.insert(labels.begin(), torch::tensor(plan, torch::kInt64));
-      auto message = torch::cat(labels).to(options_.device);
-      for (int s = 1; s < stage_.count; ++s) send_tensor(g_, message, first_rank + s, kPlanTag);
+      send_plan(g_, stage_, torch::cat(labels), options_.device);
       return out;
     }
-    const auto message = recv_tensor(g_, options_.device, first_rank, kPlanTag);
-    const auto host = message.cpu();
-    const std::int64_t n = host.numel();
-    const auto* p =
-        message.scalar_type() == torch::kInt64 && message.dim() == 1 ? host.data_ptr<std::int64_t>() : nullptr;
-    if (p == nullptr || n < 1 || p[0] < 0 || p[0] > n - 1)
-      fail(ErrorKind::io, "rank " + std::to_string(first_rank), "a pipeline step's plan", "another message",
-           "another rank is out of step; run the same command again to resume from the last checkpoint");
+    const auto message = recv_plan(g_, stage_, options_.device, "step");
+    const std::int64_t n = message.numel();
+    const auto* p = message.data_ptr<std::int64_t>();
+    if (p[0] < 0 || p[0] > n - 1) plan_out_of_step(stage_, "step");
     std::int64_t at = 1 + p[0];
     for (std::int64_t i = 0; i < p[0]; ++i) {
-      if (p[1 + i] < 1 || at + p[1 + i] > n)
-        fail(ErrorKind::io, "rank " + std::to_string(first_rank), "a pipeline step's plan", "sizes past its labels",
-             "another rank is out of step; run the same command again to resume from the last checkpoint");
+      if (p[1 + i] < 1 || at + p[1 + i] > n) plan_out_of_step(stage_, "step");
       out.push_back({torch::Tensor(), message.slice(0, at, at + p[1 + i]), p[1 + i]});
       at += p[1 + i];
     }
@@ -386,6 +399,50 @@ class StageForward : public Model {
   std::int64_t classes_;
 };
 
+// What evaluate() reads on a stage. On the first: its validation loader's batches, each one's
+// labels sent to the other stages of its replica as a plan [n, labels...] ([-1] after the last
+// batch). On the others: the batches of those plans, the first stage's labels with, for images,
+// (n, 1, 1, 1) zeros that only say how many (StageForward takes its input from the stage before).
+// So only the first stage decodes, and a batch that lost an undecodable image there is the same
+// batch on every stage.
+class PlannedBatches : public BatchSource {
+ public:
+  PlannedBatches(ProcessGroup& group, const Stage& stage, BatchSource& own, const torch::Device& device)
+      : g_(group), stage_(stage), own_(own), device_(device) {}
+
+  void start(std::int64_t epoch, std::int64_t position) override {
+    if (stage_.first()) own_.start(epoch, position);
+  }
+  std::optional<Batch> next() override {
+    if (stage_.first()) {
+      auto b = own_.next();
+      send_plan(g_, stage_,
+                b ? torch::cat({torch::full({1}, b->labels.size(0), torch::kInt64), b->labels.to(torch::kInt64)})
+                  : torch::full({1}, -1, torch::kInt64),
+                device_);
+      g_.wait_sends();
+      return b;
+    }
+    const auto plan = recv_plan(g_, stage_, device_, "evaluation batch");
+    const std::int64_t n = plan[0].item<std::int64_t>();
+    if (n == -1 && plan.numel() == 1) return std::nullopt;
+    if (n < 0 || n != plan.numel() - 1) plan_out_of_step(stage_, "evaluation batch");
+    Batch b;
+    b.images = torch::zeros({n, 1, 1, 1}, torch::kUInt8);
+    b.labels = plan.slice(0, 1);
+    return b;
+  }
+  std::int64_t batches_per_epoch() const override { return own_.batches_per_epoch(); }
+  std::uint64_t samples_seen() const override { return stage_.first() ? own_.samples_seen() : 0; }
+  std::uint64_t samples_bad() const override { return stage_.first() ? own_.samples_bad() : 0; }
+
+ private:
+  ProcessGroup& g_;
+  Stage stage_;
+  BatchSource& own_;
+  torch::Device device_;
+};
+
 class PipelineCollective : public GroupCollective {
  public:
   PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o)
@@ -403,6 +460,7 @@ class PipelineCollective : public GroupCollective {
     stage_.index = rank() % o_.stages;
     stage_.prev = stage_.first() ? -1 : rank() - 1;
     stage_.next = stage_.last() ? -1 : rank() + 1;
+    stage_.first_rank = rank() - stage_.index;
     replica_ = rank() / o_.stages;
     replicas_ = world() / o_.stages;
     if (replicas_ > 1) {
@@ -446,6 +504,8 @@ class PipelineCollective : public GroupCollective {
     stage_.begin = begins[static_cast<std::size_t>(stage_.index)];
     stage_.end = begins[static_cast<std::size_t>(stage_.index) + 1];
     stage_.modules = Stage::modules_of(pieces, stage_.begin, stage_.end);
+    device_ = device;
+    classes_ = classes_of(model);  // before a rank lets go of the head (release_other_stages)
     for (auto& m : model.named_modules("", /*include_self=*/false))
       if (stage_.modules.count(m.key())) m.value()->to(device);
     for (auto& b : model.named_buffers())
@@ -459,6 +519,7 @@ class PipelineCollective : public GroupCollective {
     // run had come down to (a resumed checkpoint's micro-batch is this step's forward size).
     StepOptions o = options;
     o.micro_batch = static_cast<int>(std::min<std::int64_t>(options.micro_batch, o_.sample.at(0)));
+    micro_batch_ = o.micro_batch;
     std::vector<torch::Tensor> params;
     for (auto& p : model.named_parameters())
       if (p.value().requires_grad() && stage_.holds(p.key())) params.push_back(p.value());
@@ -470,41 +531,40 @@ class PipelineCollective : public GroupCollective {
       }
     for (const auto& [name, t] : optimizer_state(optimizer, named))
       if (t.numel() > 1) optimizer_bytes_ += static_cast<double>(t.nbytes());  // not the step counters
+    if (!rank0()) release_other_stages(model, optimizer);
     auto step = std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, replica_group_.get(), replica_ == 0,
                                                stage_, std::move(params));
     step_ = step.get();
     return step;
   }
 
-  // Every stage's parameters, buffers and optimizer state from the rank that trains them, into
-  // every rank's copy (rank 0 saves one whole model, under the whole model's names).
+  // Every later stage's parameters, buffers and optimizer state from the first replica's rank
+  // that trains them into rank 0's copy, which saves one whole model under the whole model's
+  // names; the other ranks take no part (their copies of other stages stay as they were, unused).
+  // Rank 0 knows each tensor's shape and dtype from its own copy (every rank built the same model
+  // and optimizer state: create_state), so they travel without headers, in one order.
   void gather(Model& model, const OptimizerSetup& opt) override {
+    if (replica_ != 0) return;
     torch::NoGradGuard no_grad;
     const torch::Device device = g_->backend() == "gloo" ? torch::Device(torch::kCPU) : first_device(model);
-    for (int s = 0; s < stage_.count; ++s) {
-      Stage owner = stage_;
-      owner.index = s;
-      owner.modules = modules_of(model, s);
-      std::vector<torch::Tensor> live;
-      NamedTensors params;
-      for (auto& p : model.named_parameters())
-        if (owner.holds(p.key())) {
-          live.push_back(p.value());
-          params.emplace_back(p.key(), p.value());
-        }
-      for (auto& b : model.named_buffers())
-        if (owner.holds(b.key())) live.push_back(b.value());
-      NamedTensors state = optimizer_state(*opt.optimizer, params);
-      std::vector<torch::Tensor> moving;
-      for (auto& t : live) moving.push_back(t.to(device).contiguous());
-      for (auto& [name, t] : state) moving.push_back(t.to(device).contiguous());
-      g_->broadcast(moving, s);
-      if (s == stage_.index) continue;
-      for (std::size_t i = 0; i < live.size(); ++i) live[i].copy_(moving[i]);
+    if (!rank0()) {
+      const StageTensors mine = stage_tensors(model, opt, stage_.index);
+      for (const auto& t : mine.live) g_->send(t.to(device).contiguous(), 0, kGatherTag);
+      for (const auto& [name, t] : mine.state) g_->send(t.to(device).contiguous(), 0, kGatherTag);
+      g_->wait_sends();
+      return;
+    }
+    for (int s = 1; s < stage_.count; ++s) {
+      StageTensors theirs = stage_tensors(model, opt, s);
+      auto receive = [&](const torch::Tensor& like) {
+        auto t = torch::empty(like.sizes(), like.options().device(device));
+        g_->recv(t, s, kGatherTag);
+        return t;
+      };
+      for (auto& t : theirs.live) t.copy_(receive(t));
       Checkpoint ck;
-      for (std::size_t i = 0; i < state.size(); ++i)
-        ck.state.emplace_back(state[i].first, moving[live.size() + i].cpu());
-      load_optimizer_state(*opt.optimizer, params, ck);
+      for (const auto& [name, t] : theirs.state) ck.state.emplace_back(name, receive(t).cpu());
+      load_optimizer_state(*opt.optimizer, theirs.params, ck);
     }
   }
 
@@ -543,9 +603,20 @@ class PipelineCollective : public GroupCollective {
             {"ranks", ranks}};
   }
 
-  Model& eval_model(Model& model) override {
-    if (!forward_) forward_ = std::make_shared<StageForward>(model, *g_, stage_, classes_of(model));
-    return *forward_;
+  // Evaluated in chunks of the training micro-batch (which fits with its backward; the whole
+  // validation batch of 256 may not), and running out of memory is a budget error on that stage:
+  // halving there alone would leave the others waiting.
+  Evaluation for_evaluation(Model& model, BatchSource& val, EvalOptions& options) override {
+    if (!forward_) forward_ = std::make_shared<StageForward>(model, *g_, stage_, classes_);
+    planned_ = std::make_unique<PlannedBatches>(*g_, stage_, val, device_);
+    options.micro_batch = micro_batch_;
+    options.out_of_memory = [stage = stage_.index](std::int64_t chunk) {
+      fail(ErrorKind::budget, "GPU memory", "room to evaluate " + std::to_string(chunk) + " images at once",
+           "out of memory on pipeline stage " + std::to_string(stage),
+           "run the same command again with more {micro_batches} (smaller ones: the same global batch; it resumes "
+           "from the last checkpoint), {grad_checkpoint} or more {pipeline} stages");
+    };
+    return {*forward_, *planned_};
   }
   // The last stages' counts (of each replica's shard), summed; the other stages' are not counts.
   void combine_eval(std::vector<torch::Tensor>& counts) override {
@@ -594,6 +665,44 @@ class PipelineCollective : public GroupCollective {
   }
 
  private:
+  // Once training begins, only rank 0 (which saves the whole model: gather) uses the other
+  // stages' tensors; another rank lets go of its copies of them (until then every rank built
+  // and resumed the whole model and its optimizer state) and of their optimizer state: what it
+  // holds is its own stage. Their parameters stay registered, empty, so the optimizer and the
+  // module's names are unchanged; they get no gradient, so no step touches them.
+  void release_other_stages(Model& model, torch::optim::Optimizer& optimizer) const {
+    torch::NoGradGuard no_grad;
+    auto& state = optimizer.state();
+    for (auto& p : model.named_parameters())
+      if (!stage_.holds(p.key())) {
+        state.erase(p.value().unsafeGetTensorImpl());
+        p.value().set_data(torch::empty({0}, p.value().options()));
+      }
+    for (auto& b : model.named_buffers())
+      if (!stage_.holds(b.key())) b.value().set_data(torch::empty({0}, b.value().options()));
+  }
+
+  // Stage s's tensors on this rank: parameters then buffers (live), its parameters by name, and
+  // their optimizer state.
+  struct StageTensors {
+    std::vector<torch::Tensor> live;
+    NamedTensors params, state;
+  };
+  StageTensors stage_tensors(Model& model, const OptimizerSetup& opt, int s) const {
+    Stage owner = stage_;
+    owner.modules = modules_of(model, s);
+    StageTensors out;
+    for (auto& p : model.named_parameters())
+      if (owner.holds(p.key())) {
+        out.live.push_back(p.value());
+        out.params.emplace_back(p.key(), p.value());
+      }
+    for (auto& b : model.named_buffers())
+      if (owner.holds(b.key())) out.live.push_back(b.value());
+    out.state = optimizer_state(*opt.optimizer, out.params);
+    return out;
+  }
+
   // Forward and backward seconds of each piece on a micro-batch of zeros, one piece on the device at
   // a time (the whole model need not fit), measured by rank 0 and used by all. The model is in eval
   // mode meanwhile (batch-norm statistics and dropout untouched).
@@ -728,6 +837,10 @@ class PipelineCollective : public GroupCollective {
   std::set<const void*> own_buffers_;
   std::vector<std::size_t> begins_;
   std::shared_ptr<StageForward> forward_;
+  std::unique_ptr<PlannedBatches> planned_;
+  torch::Device device_ = torch::kCPU;  // this stage's
+  std::int64_t micro_batch_ = 0;        // the training micro-batch (0 before make_step: whole batches)
+  std::int64_t classes_ = 0;            // the model's outputs
 };
 
 }  // namespace

@@ -145,7 +145,7 @@ class Session {
   StepOptions step_options_;
   EvalOptions eval_options_;                   // the evaluation chunk that fits, kept across epochs
   std::unique_ptr<BatchSource> train_loader_;  // Loader, GpuLoader (--decode gpu) or LabelLoader (a later stage)
-  std::unique_ptr<Loader> val_loader_;
+  std::unique_ptr<BatchSource> val_loader_;    // Loader, or LabelLoader (a later stage: not read)
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<CheckpointWriter> writer_;
   std::unique_ptr<DiskBudget> budget_;
@@ -974,8 +974,8 @@ void Session::end_of_epoch(std::int64_t epoch) {
   const double step_comm = group_->comm_seconds() - comm_at_epoch_start_;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   auto t0 = env_.steady_now();
-  EvalResult e = evaluate(group_->eval_model(*model_), *val_loader_, static_cast<int>(classes_.size()), step_options_,
-                          &eval_options_);
+  const Collective::Evaluation how = group_->for_evaluation(*model_, *val_loader_, eval_options_);
+  EvalResult e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   double secs = seconds_since(t0, env_.steady_now());
   stop_->eval_took(secs);
   last_val_accuracy_ = e.accuracy;
@@ -1152,9 +1152,9 @@ void Session::start_together() {
          "give every rank the same run folder (on several machines: a shared file system)");
 }
 
-// The training loader (CPU, or GPU with --decode gpu; each rank its slice of every global batch;
-// labels only on a pipeline stage after the first) and the validation loader, and the steps they
-// make.
+// The training loader (CPU, or GPU with --decode gpu; each rank its slice of every global batch)
+// and the validation loader, and the steps they make. A pipeline stage after the first reads
+// labels only (LabelLoader) for both: its input comes from the stage before.
 void Session::make_loaders() {
   LoaderOptions lo;
   lo.image_size = info_.image_size;
@@ -1175,7 +1175,10 @@ void Session::make_loaders() {
   lo.train = false;
   lo.shuffle = false;
   lo.batch_size = std::max(c_.batch_size, 256);
-  val_loader_ = std::make_unique<Loader>(val_, lo);
+  if (group_->reads_images())
+    val_loader_ = std::make_unique<Loader>(val_, lo);
+  else
+    val_loader_ = std::make_unique<LabelLoader>(val_, lo);
   std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
   total_steps_ = steps_per_epoch_ * c_.epochs;

@@ -251,17 +251,27 @@ check "--nproc 2 --pipeline 2 saves a checkpoint" '[ -n "$(newest "$t/nproc")" ]
 frugal-torch train "${res[@]}" --epochs 1 --batch-size 16 --pipeline 2 --micro-batches 2 --pipeline-balance parameters \
   --nproc 2 --run "$t/params" > "$t/params.out" 2> "$t/params.err" || die "--pipeline-balance parameters" "$t/params.err"
 expect_msg "resnet18 balanced by parameters cuts inside layer4" "(balanced by parameters): stage 0 = stem..layer4.0" "$t/params.err"
-# --- I: only stage 0 decodes (the later stages load labels alone and take each step's sizes and
+# --- I: only stage 0 decodes (the later stages load labels alone and take each batch's sizes and
 # labels from it): with an undecodable image in the data, which stage 0 leaves out of its batch,
-# the pipeline still trains bitwise what one process does on the same data.
+# the pipeline still trains bitwise what one process does on the same data; with one in the
+# validation set, it evaluates the images one process does.
 cp "$t/digits.zip" "$t/bad.zip"
+cp "$t/val.zip" "$t/badval.zip"
 "$py" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('class1/005b.png', b'not a png at all')" "$t/bad.zip"
-badcnn=(--data "$t/bad.zip" --val "$t/val.zip" --model cnn --device cpu --workers 1 --deterministic --seed 3 --max-bad-fraction 0.05)
+"$py" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'a').writestr('class0/000v.png', b'not a png either')" "$t/badval.zip"
+badcnn=(--data "$t/bad.zip" --val "$t/badval.zip" --model cnn --device cpu --workers 1 --deterministic --seed 3 --max-bad-fraction 0.05)
 one "$t/badsolo" "$t/badsolo" "${badcnn[@]}" --epochs 1 --batch-size 4 --accum 2 || die "one process, a bad image" "$t/badsolo.err"
 ranks "$t/badpipe" "$t/badpipe" "${badcnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 2
 wait $r0 && wait $r1 || die "2 stages, a bad image" "$t/badpipe0.err" "$t/badpipe1.err"
 expect_msg "stage 0 met the undecodable image" "005b.png" "$t/badpipe0.err"
 diff=$(tensors "$t/badsolo/$(newest "$t/badsolo")" "$t/badpipe/$(newest "$t/badpipe")")
 check "with a batch one image short on stage 0, the stages still equal one process (largest difference $diff)" 'zero "$diff"'
+n=$(last "$t/badpipe/metrics.jsonl" val_samples); solo_n=$(last "$t/badsolo/metrics.jsonl" val_samples)
+acc=$(last "$t/badpipe/metrics.jsonl" val_accuracy); solo_acc=$(last "$t/badsolo/metrics.jsonl" val_accuracy)
+loss=$(last "$t/badpipe/metrics.jsonl" val_loss); solo_loss=$(last "$t/badsolo/metrics.jsonl" val_loss)
+check "an undecodable validation image: the pipeline evaluates what one process does ($n and $solo_n images, accuracy $acc and $solo_acc)" \
+  '[ "$n" == "$solo_n" ] && [ "$acc" == "$solo_acc" ]'
+check "and its validation loss ($loss) is one process's ($solo_loss)" \
+  '"$py" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1e-5 * max(1e-3, abs(b)) else 1)" "$loss" "$solo_loss"'
 
 finish

@@ -15,7 +15,10 @@
 #include <random>
 #include <thread>
 
+#include "frugal/checkpoint/checkpoint.h"
+#include "frugal/data/loader.h"
 #include "frugal/models/models.h"
+#include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"
 #include "frugal/util/error.h"
 #include "train/collective.h"
@@ -179,16 +182,59 @@ struct StageRun {
   std::optional<Error> error;
   bool skipped = false;
   double scale = 0;
-  torch::Tensor before, after;  // the stage's first parameter
+  torch::Tensor before, after;       // the stage's first parameter
+  EvalResult eval;                   // when before_step evaluated
+  std::int64_t eval_chunk = 0;       // the chunk it evaluated in
+  torch::Tensor other, first_piece;  // what after_step looked at
+  std::int64_t other_state = 0;
 };
+
+// A source of fixed batches, as a loader gives them; counts what it was asked.
+class FixedBatches : public BatchSource {
+ public:
+  explicit FixedBatches(std::vector<Batch> batches) : batches_(std::move(batches)) {}
+  void start(std::int64_t, std::int64_t) override {
+    next_ = 0;
+    ++calls;
+  }
+  std::optional<Batch> next() override {
+    ++calls;
+    if (next_ >= batches_.size()) return std::nullopt;
+    return batches_[next_++];
+  }
+  std::int64_t batches_per_epoch() const override { return static_cast<std::int64_t>(batches_.size()); }
+  std::uint64_t samples_seen() const override { return 0; }
+  std::uint64_t samples_bad() const override { return 0; }
+  int calls = 0;
+
+ private:
+  std::vector<Batch> batches_;
+  std::size_t next_ = 0;
+};
+
+// Two validation batches as the first stage's loader gives them (7 images: one was undecodable).
+std::vector<Batch> validation_batches() {
+  torch::manual_seed(9);
+  std::vector<Batch> out(2);
+  out[0].images = torch::randint(0, 255, {7, 1, 4, 4}, torch::kUInt8);
+  out[0].labels = torch::randint(0, 3, {7}, torch::kInt64);
+  out[1].images = torch::randint(0, 255, {5, 1, 4, 4}, torch::kUInt8);
+  out[1].labels = torch::randint(0, 3, {5}, torch::kInt64);
+  return out;
+}
 
 using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
 
 // Two stages (threads) take one step on the same batch with fp16-style loss scaling; `tamper`
 // may touch stage 1's step or model first; `batch_of(stage)`, when given, is what each stage's
 // loader handed it (micro-batches of 4 then, else one of 8).
+// `before_step` runs on each stage before the step (an Error it throws ends that stage's run),
+// `after_step` after it.
+using StageHook =
+    std::function<void(int stage, Collective&, Model&, const OptimizerSetup&, const StepOptions&, StageRun&)>;
 std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep&, Model&)>& tamper,
-                                   const std::function<Batches(int stage)>& batch_of = {}) {
+                                   const std::function<Batches(int stage)>& batch_of = {},
+                                   const StageHook& before_step = {}, const StageHook& after_step = {}) {
   const int port = free_port();
   std::array<StageRun, 2> out;
   std::mutex init_mu;
@@ -226,10 +272,12 @@ std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep
         const torch::Tensor first = rank == 0 ? model.conv->weight : model.fc->weight;
         out[rank].before = first.detach().clone();
         if (tamper) tamper(rank, *step, model);
+        if (before_step) before_step(rank, *group, model, opt, so, out[rank]);
         StepResult r = step->run(batch_of ? batch_of(rank) : Batches{{images, labels}}, 0);
         out[rank].skipped = r.skipped;
         out[rank].scale = scaler.scale_value();
         out[rank].after = first.detach().clone();
+        if (after_step) after_step(rank, *group, model, opt, so, out[rank]);
       } catch (const Error& e) {
         out[rank].error = e;
       }
@@ -299,6 +347,97 @@ TEST(PipelineStep, OutOfMemoryOnOneStageEndsBothWithErrors) {
   EXPECT_NE(std::string(r[1].error->what()).find("--micro-batches"), std::string::npos) << r[1].error->what();
   ASSERT_TRUE(r[0].error);
   EXPECT_EQ(r[0].error->kind(), ErrorKind::io) << r[0].error->what();
+}
+
+// Evaluation on two stages: only the first reads its batches (here 7 and 5 images, one having
+// been undecodable there); the second takes their sizes and labels from it and never touches its
+// own loader. Both report the counts of one process evaluating the same model on the first
+// stage's batches, in chunks of the training micro-batch (4).
+TEST(PipelineEval, OnlyTheFirstStageReadsAndEveryStageReportsItsBatches) {
+  const auto batches = validation_batches();
+  std::array<int, 2> calls{};
+  auto r = two_stages(
+      nullptr, {},
+      [&](int stage, Collective& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun& out) {
+        FixedBatches own(stage == 0 ? batches : std::vector<Batch>{});
+        EvalOptions eo;
+        eo.reduce = [&](std::vector<torch::Tensor>& counts) { group.combine_eval(counts); };
+        const Collective::Evaluation how = group.for_evaluation(model, own, eo);
+        out.eval = evaluate(how.model, how.batches, 3, so, &eo);
+        out.eval_chunk = eo.micro_batch;
+        calls[static_cast<std::size_t>(stage)] = own.calls;
+      });
+  torch::manual_seed(5);  // the stages' model, whole, in one process
+  TwoPieces whole;
+  FixedBatches source(batches);
+  StepOptions so;
+  so.mean = {0.5f};
+  so.std = {0.5f};
+  EvalOptions eo;
+  eo.micro_batch = 4;
+  const EvalResult want = evaluate(whole, source, 3, so, &eo);
+  ASSERT_EQ(want.samples, 12);
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_FALSE(r[s].error) << r[s].error->what();
+    EXPECT_EQ(r[s].eval_chunk, 4) << "stage " << s;
+    EXPECT_EQ(r[s].eval.samples, 12) << "stage " << s;
+    EXPECT_EQ(r[s].eval.loss, want.loss) << "stage " << s;
+    EXPECT_EQ(r[s].eval.accuracy, want.accuracy) << "stage " << s;
+  }
+  EXPECT_GT(calls[0], 0);
+  EXPECT_EQ(calls[1], 0) << "the second stage read its own loader";
+}
+
+// Out of memory evaluating on stage 1: a budget error there naming what to change, not a halving
+// of its chunks alone (the first stage would send whole ones); stage 0 ends with an I/O error
+// within the timeout instead of waiting.
+TEST(PipelineEval, OutOfMemoryOnOneStageIsABudgetErrorNotAHalving) {
+  const auto batches = validation_batches();
+  auto r = two_stages(
+      nullptr, {},
+      [&](int stage, Collective& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun&) {
+        FixedBatches own(stage == 0 ? batches : std::vector<Batch>{});
+        EvalOptions eo;
+        eo.reduce = [&](std::vector<torch::Tensor>& counts) { group.combine_eval(counts); };
+        if (stage == 1)
+          eo.before_forward = [](std::int64_t) {
+            throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, __LINE__}, "CUDA out of memory (test)");
+          };
+        const Collective::Evaluation how = group.for_evaluation(model, own, eo);
+        evaluate(how.model, how.batches, 3, so, &eo);
+      });
+  ASSERT_TRUE(r[1].error);
+  EXPECT_EQ(r[1].error->kind(), ErrorKind::budget) << r[1].error->what();
+  EXPECT_NE(std::string(r[1].error->what()).find("--micro-batches"), std::string::npos) << r[1].error->what();
+  ASSERT_TRUE(r[0].error);
+  EXPECT_EQ(r[0].error->kind(), ErrorKind::io) << r[0].error->what();
+}
+
+// Before a save, rank 0 (which saves) gets stage 1's trained parameters and optimizer state. Stage
+// 1 holds none of stage 0's tensors or their optimizer state (nobody but rank 0 needs the whole
+// model: it let go of them when its step was made) and is sent none.
+TEST(PipelineGather, RankZeroGetsTheOtherStagesTensorsAndOnlyIt) {
+  auto r = two_stages(
+      nullptr, {}, {},
+      [](int, Collective& group, Model& model, const OptimizerSetup& opt, const StepOptions&, StageRun& out) {
+        auto& m = dynamic_cast<TwoPieces&>(model);
+        group.gather(model, opt);
+        // The head's weight and its AdamW moment; the first piece's weight.
+        torch::Tensor moment;
+        for (const auto& [name, t] : optimizer_state(*opt.optimizer, {{"fc.weight", m.fc->weight}}))
+          if (name == "optim.fc.weight.exp_avg") moment = t;
+        out.other = torch::cat({m.fc->weight.detach().flatten(), moment.flatten()});
+        out.first_piece = m.conv->weight.detach().clone();
+        out.other_state =
+            static_cast<std::int64_t>(optimizer_state(*opt.optimizer, {{"conv.weight", m.conv->weight}}).size());
+      });
+  for (int s = 0; s < 2; ++s) ASSERT_FALSE(r[s].error) << r[s].error->what();
+  EXPECT_TRUE(torch::equal(r[0].other, r[1].other)) << "rank 0 has not stage 1's weight and state";
+  EXPECT_GT(r[1].other.abs().sum().item<double>(), 0);
+  EXPECT_TRUE(torch::equal(r[0].first_piece, r[0].after));
+  EXPECT_EQ(r[1].first_piece.numel(), 0) << "stage 1 kept (or was sent) stage 0's weight";
+  EXPECT_EQ(r[1].other_state, 0) << "stage 1 kept optimizer state of stage 0";
+  EXPECT_GT(r[0].other_state, 0);
 }
 
 }  // namespace

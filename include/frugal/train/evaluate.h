@@ -49,6 +49,9 @@ struct EvalOptions {
   // Data-parallel: each process evaluates its shard of the data; this sums the counts (loss sum,
   // hits and samples per class) over the processes in place, so every one reports the whole set.
   std::function<void(std::vector<torch::Tensor>& counts)> reduce;
+  // Called instead of halving the chunk when it runs out of GPU memory, by a process that cannot
+  // halve alone (a pipeline stage: the others would wait for halves that never come); it throws.
+  std::function<void(std::int64_t chunk)> out_of_memory;
 };
 
 EvalResult evaluate(Model& model, BatchSource& source, int num_classes, const StepOptions& options,
