@@ -10,10 +10,14 @@
 // checkpoint (names as the module's state_dict has them) and data parallel work on them unchanged,
 // while forward() runs the module's own code in TorchScript's interpreter. Autocast applies there
 // too: it works at the dispatcher, below the interpreter.
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "frugal/models/models.h"
@@ -32,6 +36,7 @@ class ScriptedModel : public Model {
     for (const auto& p : module_.named_parameters(true))
       if (p.value.dim() == 2 && p.name.size() > 7 && p.name.ends_with(".weight"))
         head_ = p.name.substr(0, p.name.size() - 7);
+    find_pieces();
   }
   torch::Tensor forward(torch::Tensor x) override {
     torch::jit::IValue out = module_.forward({std::move(x)});
@@ -80,6 +85,59 @@ class ScriptedModel : public Model {
       at->register_parameter(leaf, tensor, tensor.requires_grad());
     else
       at->register_buffer(leaf, tensor);
+  }
+
+  // The pieces a pipeline cuts between (Model::pieces): the module's top-level children, when its
+  // forward does nothing but call them in turn, each on the one before's output (an nn.Sequential,
+  // scripted or traced, or a forward of `x = self.a(x); return self.b(x)`; a child's own forward
+  // may do anything), and each of its tensors is under one of them. Otherwise none: the forward
+  // is the module's own code, which frugal cannot cut (train --pipeline refuses it). Read from
+  // the forward's graph: GetAttr of a child of self, then CallMethod forward on the running value.
+  void find_pieces() {
+    auto method = module_.find_method("forward");
+    if (!method) return;
+    const std::shared_ptr<torch::jit::Graph> graph = method->graph();
+    if (graph->inputs().size() != 2 || graph->outputs().size() != 1) return;
+    torch::jit::Value* self = graph->inputs()[0];
+    torch::jit::Value* running = graph->inputs()[1];
+    std::map<const torch::jit::Value*, std::string> child_of;  // a GetAttr's value -> the child's name
+    std::vector<std::string> order;
+    for (torch::jit::Node* node : graph->nodes()) {
+      if (node->kind() == torch::jit::prim::GetAttr && node->input(0) == self) {
+        const std::string name = node->s(torch::jit::attr::name);
+        if (!module_.hasattr(name) || !module_.attr(name).isModule() || node->output()->uses().size() != 1) return;
+        child_of[node->output()] = name;
+      } else if (node->kind() == torch::jit::prim::CallMethod && node->s(torch::jit::attr::name) == "forward" &&
+                 node->inputs().size() == 2 && child_of.count(node->input(0)) && node->input(1) == running) {
+        const std::string& name = child_of[node->input(0)];
+        if (std::find(order.begin(), order.end(), name) != order.end()) return;  // one child twice: shared tensors
+        order.push_back(name);
+        running = node->output();
+      } else {
+        return;  // anything else is the module's own code
+      }
+    }
+    if (order.empty() || graph->outputs()[0] != running) return;
+    const std::set<std::string> called(order.begin(), order.end());
+    auto under_a_child = [&](const std::string& tensor) {
+      const auto dot = tensor.find('.');
+      return dot != std::string::npos && called.count(tensor.substr(0, dot));
+    };
+    for (const auto& p : module_.named_parameters(true))
+      if (!under_a_child(p.name)) return;
+    for (const auto& b : module_.named_buffers(true))
+      if (!under_a_child(b.name)) return;
+    for (const auto& name : order) {
+      torch::jit::Module child = module_.attr(name).toModule();
+      pieces_.push_back({name, {name}, [child, name](const torch::Tensor& x) mutable {
+                           torch::jit::IValue out = child.forward({x});
+                           if (!out.isTensor())
+                             fail(ErrorKind::invalid, "the TorchScript module's child \"" + name + "\"",
+                                  "a forward returning one tensor (it is a pipeline piece)", "a " + out.tagKind(),
+                                  "return one tensor from each top-level child's forward");
+                           return out.toTensor();
+                         }});
+    }
   }
 
   torch::jit::Module module_;

@@ -475,8 +475,11 @@ class PipelineCollective : public GroupCollective {
   void place(Model& model, const torch::Device& device) override {
     const auto& pieces = model.pieces();
     if (pieces.empty())
-      fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages), "a model whose forward frugal can cut",
-           "a TorchScript module (its forward is its own code)", "train it with data parallelism ({nproc}) instead");
+      fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages),
+           "a model whose forward frugal can cut: a zoo model, or a TorchScript module whose forward only calls its "
+           "top-level children in turn (an nn.Sequential, scripted or traced)",
+           "a TorchScript module whose forward is its own code",
+           "save the model as an nn.Sequential of its parts, or train it with data parallelism ({nproc})");
     if (static_cast<int>(pieces.size()) < o_.stages)
       fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages), "at most one stage per piece of the model",
            std::to_string(pieces.size()) + " pieces", "use fewer stages");

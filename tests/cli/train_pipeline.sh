@@ -7,7 +7,9 @@
 # model's pieces; kill -9 of stage 1 ends stage 0 within --dist-timeout (exit 1), and the rerun
 # resumes and ends bitwise equal to the uninterrupted run; a stopped (hanging) stage ends the other
 # within the timeout; a pipeline run resumes in one process; mistakes are refused with a hint; only
-# stage 0 decodes images, and a batch it cut short (an undecodable image) is the same on all stages.
+# stage 0 decodes images, and a batch it cut short (an undecodable image) is the same on all stages,
+# in training and evaluation; a TorchScript nn.Sequential is cut between its children and trains
+# bitwise as one process does.
 source "$(dirname "$0")/lib/common.sh"
 needs_commands frugal frugal-torch
 needs_python PIL safetensors torch
@@ -229,15 +231,48 @@ rc=$?
 set -e
 check "--micro-batches without --pipeline is a usage error (exit $rc)" '[ $rc -eq 2 ]'
 
-"$py" -c "import sys, torch; torch.jit.script(torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 3))).save(sys.argv[1])" "$t/own.pt"
-ranks "$t/ts" "$t/ts" --data "$t/digits.zip" --val "$t/val.zip" --model "$t/own.pt" --image-size 28 --device cpu --epochs 1 --pipeline 2
+# A TorchScript module whose forward only calls its top-level children in turn is cut between
+# them: a scripted nn.Sequential (batch norm included) trains bitwise what one process does with
+# --accum 2, and a traced one is cut where named; a module whose forward is code of its own is
+# refused, saying why.
+"$py" - "$t" <<'PY'
+import sys, torch
+torch.manual_seed(0)
+seq = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                          torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 3))
+torch.jit.script(seq).save(sys.argv[1] + "/seq.pt")
+torch.jit.trace(seq, torch.zeros(2, 1, 28, 28)).save(sys.argv[1] + "/traced.pt")
+PY
+cat > "$t/own_module.py" <<'PY'
+import sys, torch
+class Own(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.fc = torch.nn.Linear(4, 3)
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(self.conv(x), 1), 1))
+torch.jit.script(Own()).save(sys.argv[1])
+PY
+"$py" "$t/own_module.py" "$t/own.pt"
+ts=(--data "$t/digits.zip" --val "$t/val.zip" --image-size 28 --device cpu --workers 1 --deterministic --seed 3 --epochs 1)
+one "$t/seqsolo" "$t/seqsolo" "${ts[@]}" --model "$t/seq.pt" --batch-size 4 --accum 2 || die "one process, a scripted Sequential" "$t/seqsolo.err"
+ranks "$t/seqpipe" "$t/seqpipe" "${ts[@]}" --model "$t/seq.pt" --batch-size 8 --pipeline 2 --micro-batches 2
+wait $r0 && wait $r1 || die "2 stages of a scripted Sequential" "$t/seqpipe0.err" "$t/seqpipe1.err"
+expect_msg "a scripted nn.Sequential is cut between its children" "forward and backward time): stage 0 = 0" "$t/seqpipe0.err"
+diff=$(tensors "$t/seqsolo/$(newest "$t/seqsolo")" "$t/seqpipe/$(newest "$t/seqpipe")")
+check "and its 2 stages train what one process does with --accum 2 (largest difference $diff)" 'zero "$diff"'
+ranks "$t/traced" "$t/traced" "${ts[@]}" --model "$t/traced.pt" --batch-size 8 --pipeline 2 --pipeline-split 4
+wait $r0 && wait $r1 || die "2 stages of a traced Sequential" "$t/traced0.err" "$t/traced1.err"
+expect_msg "a traced one is cut where named" "stage 0 = 0..3 (" "$t/traced0.err"
+ranks "$t/ts" "$t/ts" "${ts[@]}" --model "$t/own.pt" --pipeline 2
 set +e
 wait $r0
 rc=$?
 wait $r1
 set -e
-check "a TorchScript module with --pipeline is a usage error, not a wrong cut (exit $rc)" '[ $rc -eq 2 ]'
-expect_msg "saying why" "a TorchScript module (its forward is its own code)" "$t/ts0.err"
+check "a TorchScript module with code of its own in forward is a usage error with --pipeline (exit $rc)" '[ $rc -eq 2 ]'
+expect_msg "saying why" "a TorchScript module whose forward is its own code" "$t/ts0.err"
 set +e
 frugal-torch train "${cnn[@]}" --epochs 1 --pipeline 2 --pipeline-split features.2 --pipeline-balance parameters --run "$t/both" > /dev/null 2> "$t/both.err"
 rc=$?

@@ -44,7 +44,8 @@ class Model : public torch::nn::Module {
   // (B, C, H, W) float, normalized -> (B, num_classes) logits.
   virtual torch::Tensor forward(torch::Tensor x) = 0;
   // The forward as an ordered list of pieces: forward(x) is pieces [0, n) run in turn. Empty when
-  // the model cannot be cut (a TorchScript module, whose forward is its own code).
+  // the model cannot be cut (a TorchScript module whose forward does more than call its top-level
+  // children in turn).
   const std::vector<ModelPiece>& pieces() const { return pieces_; }
   // Pieces [begin, end) run in turn on x.
   torch::Tensor run_pieces(torch::Tensor x, std::size_t begin, std::size_t end) const;
