@@ -36,7 +36,7 @@ class ScriptedModel : public Model {
     for (const auto& p : module_.named_parameters(true))
       if (p.value.dim() == 2 && p.name.size() > 7 && p.name.ends_with(".weight"))
         head_ = p.name.substr(0, p.name.size() - 7);
-    find_pieces();
+    why_uncut_ = cut_into_children();
   }
   torch::Tensor forward(torch::Tensor x) override {
     torch::jit::IValue out = module_.forward({std::move(x)});
@@ -90,43 +90,62 @@ class ScriptedModel : public Model {
   // The pieces a pipeline cuts between (Model::pieces): the module's top-level children, when its
   // forward does nothing but call them in turn, each on the one before's output (an nn.Sequential,
   // scripted or traced, or a forward of `x = self.a(x); return self.b(x)`; a child's own forward
-  // may do anything), and each of its tensors is under one of them. Otherwise none: the forward
-  // is the module's own code, which frugal cannot cut (train --pipeline refuses it). Read from
-  // the forward's graph: GetAttr of a child of self, then CallMethod forward on the running value.
-  void find_pieces() {
+  // may do anything), and each of its tensors is under one of them; then "". Otherwise no pieces,
+  // and what is in the way (train --pipeline refuses the module saying it). Read from the
+  // forward's graph: GetAttr of a child of self, then CallMethod forward on the running value
+  // (constants aside: they compute nothing).
+  std::string cut_into_children() {
+    namespace jit = torch::jit;
     auto method = module_.find_method("forward");
-    if (!method) return;
-    const std::shared_ptr<torch::jit::Graph> graph = method->graph();
-    if (graph->inputs().size() != 2 || graph->outputs().size() != 1) return;
-    torch::jit::Value* self = graph->inputs()[0];
-    torch::jit::Value* running = graph->inputs()[1];
-    std::map<const torch::jit::Value*, std::string> child_of;  // a GetAttr's value -> the child's name
+    if (!method) return "it has no forward method";
+    const std::shared_ptr<jit::Graph> graph = method->graph();
+    if (graph->inputs().size() != 2 || graph->outputs().size() != 1)
+      return "its forward takes more than the images or returns more than one value";
+    jit::Value* self = graph->inputs()[0];
+    jit::Value* running = graph->inputs()[1];
+    std::map<const jit::Value*, std::string> child_of;  // a GetAttr's value -> the child's name
     std::vector<std::string> order;
-    for (torch::jit::Node* node : graph->nodes()) {
-      if (node->kind() == torch::jit::prim::GetAttr && node->input(0) == self) {
-        const std::string name = node->s(torch::jit::attr::name);
-        if (!module_.hasattr(name) || !module_.attr(name).isModule() || node->output()->uses().size() != 1) return;
+    auto after = [&] { return order.empty() ? std::string() : " after its child \"" + order.back() + "\""; };
+    auto nodes = graph->nodes();
+    for (auto it = nodes.begin(); it != nodes.end(); ++it) {
+      jit::Node* node = *it;
+      if (node->kind() == jit::prim::Constant) continue;
+      if (node->kind() == jit::prim::GetAttr && node->input(0) == self) {
+        const std::string name = node->s(jit::attr::name);
+        if (!module_.hasattr(name) || !module_.attr(name).isModule())
+          return "its forward reads \"" + name + "\", which is not a child module";
+        if (node->output()->uses().size() != 1) return "its forward uses its child \"" + name + "\" more than once";
         child_of[node->output()] = name;
-      } else if (node->kind() == torch::jit::prim::CallMethod && node->s(torch::jit::attr::name) == "forward" &&
+      } else if (node->kind() == jit::prim::CallMethod && node->s(jit::attr::name) == "forward" &&
                  node->inputs().size() == 2 && child_of.count(node->input(0)) && node->input(1) == running) {
         const std::string& name = child_of[node->input(0)];
-        if (std::find(order.begin(), order.end(), name) != order.end()) return;  // one child twice: shared tensors
+        if (std::find(order.begin(), order.end(), name) != order.end())
+          return "its forward calls its child \"" + name + "\" twice";  // shared tensors
         order.push_back(name);
         running = node->output();
       } else {
-        return;  // anything else is the module's own code
+        // The module's own code: named by its first step on the running value (the list or
+        // constant a call is given comes before the call).
+        jit::Node* step = node;
+        for (auto later = it; later != nodes.end(); ++later)
+          if (std::find((*later)->inputs().begin(), (*later)->inputs().end(), running) != (*later)->inputs().end()) {
+            step = *later;
+            break;
+          }
+        return "its forward computes " + operation_name(step) + " itself" + after();
       }
     }
-    if (order.empty() || graph->outputs()[0] != running) return;
+    if (order.empty()) return "its forward calls no child";
+    if (graph->outputs()[0] != running) return "its forward does not return its last child's output";
     const std::set<std::string> called(order.begin(), order.end());
     auto under_a_child = [&](const std::string& tensor) {
       const auto dot = tensor.find('.');
       return dot != std::string::npos && called.count(tensor.substr(0, dot));
     };
     for (const auto& p : module_.named_parameters(true))
-      if (!under_a_child(p.name)) return;
+      if (!under_a_child(p.name)) return "its tensor \"" + p.name + "\" is not in a child its forward calls";
     for (const auto& b : module_.named_buffers(true))
-      if (!under_a_child(b.name)) return;
+      if (!under_a_child(b.name)) return "its tensor \"" + b.name + "\" is not in a child its forward calls";
     for (const auto& name : order) {
       torch::jit::Module child = module_.attr(name).toModule();
       pieces_.push_back({name, {name}, [child, name](const torch::Tensor& x) mutable {
@@ -138,6 +157,18 @@ class ScriptedModel : public Model {
                            return out.toTensor();
                          }});
     }
+    return "";
+  }
+
+  // "adaptive_avg_pool2d" for a call of a TorchScript function, "aten::flatten" for an operator.
+  static std::string operation_name(torch::jit::Node* node) {
+    if (node->kind() == torch::jit::prim::CallFunction) {
+      torch::jit::Node* callee = node->input(0)->node();
+      if (callee->kind() == torch::jit::prim::Constant && callee->hasAttribute(torch::jit::attr::name))
+        return callee->s(torch::jit::attr::name);
+    }
+    if (node->kind() == torch::jit::prim::CallMethod) return "method " + node->s(torch::jit::attr::name);
+    return node->kind().toQualString();
   }
 
   torch::jit::Module module_;

@@ -478,7 +478,8 @@ class PipelineCollective : public GroupCollective {
       fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages),
            "a model whose forward frugal can cut: a zoo model, or a TorchScript module whose forward only calls its "
            "top-level children in turn (an nn.Sequential, scripted or traced)",
-           "a TorchScript module whose forward is its own code",
+           "a TorchScript module whose forward is its own code" +
+               (model.why_uncut().empty() ? std::string() : ": " + model.why_uncut()),
            "save the model as an nn.Sequential of its parts, or train it with data parallelism ({nproc})");
     if (static_cast<int>(pieces.size()) < o_.stages)
       fail(ErrorKind::usage, "{pipeline} " + std::to_string(o_.stages), "at most one stage per piece of the model",

@@ -47,6 +47,9 @@ class Model : public torch::nn::Module {
   // the model cannot be cut (a TorchScript module whose forward does more than call its top-level
   // children in turn).
   const std::vector<ModelPiece>& pieces() const { return pieces_; }
+  // Why pieces() is empty, for a refusal to say (a TorchScript module: what in its forward is not
+  // a call of a top-level child); empty when the model has pieces.
+  const std::string& why_uncut() const { return why_uncut_; }
   // Pieces [begin, end) run in turn on x.
   torch::Tensor run_pieces(torch::Tensor x, std::size_t begin, std::size_t end) const;
   // Name prefix of the classifier head, e.g. "fc" or "classifier.1".
@@ -63,6 +66,7 @@ class Model : public torch::nn::Module {
  protected:
   bool grad_checkpoint_ = false;
   std::vector<ModelPiece> pieces_;  // filled by the zoo's constructors
+  std::string why_uncut_;
 };
 
 // A model's input defaults for `channels` (1 or 3): image_size, mean and std (classes left empty).
