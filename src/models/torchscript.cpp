@@ -114,7 +114,7 @@ class ScriptedModel : public Model {
         const std::string name = node->s(jit::attr::name);
         if (!module_.hasattr(name) || !module_.attr(name).isModule())
           return "its forward reads \"" + name + "\", which is not a child module";
-        if (node->output()->uses().size() != 1) return "its forward uses its child \"" + name + "\" more than once";
+        if (node->output()->uses().size() > 1) return "its forward uses its child \"" + name + "\" more than once";
         child_of[node->output()] = name;
       } else if (node->kind() == jit::prim::CallMethod && node->s(jit::attr::name) == "forward" &&
                  node->inputs().size() == 2 && child_of.count(node->input(0)) && node->input(1) == running) {
