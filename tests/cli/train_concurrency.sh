@@ -10,7 +10,9 @@ source "$(dirname "$0")/lib/common.sh"
 needs_python numpy PIL
 needs_commands frugal frugal-torch
 
-make_two_class_zip "$t/data.zip" 16
+# Enough images that the epochs after the first outlast the poll below on a fast CPU (with 16 a
+# class, all three epochs once ended inside one 0.1 s poll, and the "held" training was gone).
+make_two_class_zip "$t/data.zip" 400
 args=(--data "$t/data.zip" --model cnn --epochs 3 --batch-size 8 --val-split 0.25 --workers 1 --device cpu)
 train() { timeout 60 frugal train "${args[@]}" "$@"; }
 # Every file below $1 with its SHA-256 (no FIFOs here).
@@ -21,10 +23,10 @@ pid=$!
 on_exit "kill -KILL $pid 2>/dev/null"
 # Stopped after epoch 1 and its save (the save is written in the background, a few ms after the
 # line): what the second training must leave alone is then all there.
-for _ in $(seq 600); do
+for _ in $(seq 3000); do
   grep -q "^epoch 1/" "$t/first.log" && [ -f "$t/run/best.safetensors" ] && break
   kill -0 $pid 2>/dev/null || die "the first training ended early" "$t/first.log"
-  sleep 0.1
+  sleep 0.02
 done
 grep -q "^epoch 1/" "$t/first.log" || die "the first training did not finish an epoch in 60 s" "$t/first.log"
 kill -STOP $pid
@@ -34,6 +36,9 @@ for _ in $(seq 500); do
   sleep 0.01
 done
 kill -0 $pid || die "the first training is not alive"
+# Held inside its second epoch, or the overlap this test is about is not there (a training that
+# had finished, releasing the folder, while still alive; seen with 16 images a class).
+! grep -q "^epoch 2/" "$t/first.log" || die "the first training went past epoch 1 before it was held" "$t/first.log"
 before=$(snapshot "$t/run")
 [[ $before == *config.json* && $before == *metrics.jsonl* ]] || die "the first training wrote nothing yet: $before"
 
