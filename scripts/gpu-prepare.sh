@@ -7,6 +7,7 @@
 #   bin/     frugal-torch, test_gpu and gpu_train_step from build/ (built here against the same
 #            torch wheel; `fb frugal-torch test_gpu gpu_train_step` first), stripped: the check
 #            then spends no time building (a LibTorch build does not fit in its 10 minutes)
+#   python/  the package frugal with its module built for the GPU machine's Python
 # and checks that what travels stays well under the 64 MiB limit. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,17 +51,43 @@ for b in build/bin/frugal-torch build/tests/test_gpu build/bin/gpu_train_step; d
     strip -o "$carry/bin/$(basename "$b")" "$b"
   fi
 done
-# The Python package (scripts/gpu-check.sh's python_cuda phase), its module stripped.
-if compgen -G "build/python/frugal/_core*.so" >/dev/null; then
-  mkdir -p "$carry/python/frugal"
-  for f in build/python/frugal/*.py; do cp -u "$f" "$carry/python/frugal/"; done
-  for f in build/python/frugal/_core*.so; do
-    [ "$carry/python/frugal/$(basename "$f")" -nt "$f" ] || strip -o "$carry/python/frugal/$(basename "$f")" "$f"
-  done
-else
+# The Python package (scripts/gpu-check.sh's python_cuda phase), its module stripped, for the GPU
+# machine's Python: GPU_PYTHON_VERSION, default 3.12 (its image's /opt/torch/.venv, KINDS.md). When
+# .venv's Python is another, core.cpp is compiled again against that version's headers with the
+# command ninja has for frugal._core (the same flags, precompiled header and libraries: only the
+# Python headers and the module's name change; torch's headers are the same in every wheel of one
+# torch version). Its headers come from python$V-config or pyenv.
+gpu_py=${GPU_PYTHON_VERSION:-3.12}
+here_py=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+rm -rf "$carry/python" && mkdir -p "$carry/python/frugal"
+if ! compgen -G "build/python/frugal/_core*.so" >/dev/null; then
   say "no build/python/frugal/_core*.so: the python_cuda phase will fail; build frugal_python here first"
+elif [ "$gpu_py" = "$here_py" ]; then
+  cp build/python/frugal/*.py "$carry/python/frugal/"
+  for f in build/python/frugal/_core*.so; do strip -o "$carry/python/frugal/$(basename "$f")" "$f"; done
+else
+  inc=$(python$gpu_py-config --includes 2>/dev/null | sed 's/^-I\([^ ]*\).*/\1/') || true
+  [ -f "$inc/Python.h" ] || inc=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/$gpu_py*/include/python$gpu_py 2>/dev/null | tail -1) || true
+  if [ -z "$inc" ] || [ ! -f "$inc/Python.h" ]; then
+    say "no Python $gpu_py headers here (python$gpu_py-config or pyenv): the python_cuda phase will fail"
+  else
+    here_inc=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    here_tag=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    tag=".cpython-${gpu_py/./}-x86_64-linux-gnu.so"
+    mkdir -p build/python-gpu
+    cmds=$(ninja -C build -t commands frugal_python | grep -E 'python/src/core\.cpp|_core\.cpython')
+    compile=$(sed -n 1p <<<"$cmds" | sed "s#-isystem $here_inc #-isystem $inc #; s#-MD -MT [^ ]* -MF [^ ]* ##; s#-o CMakeFiles/frugal_python.dir/python/src/core.cpp.o#-o python-gpu/core.cpp.o#")
+    link=$(sed -n 2p <<<"$cmds" | sed "s#python/frugal/_core$here_tag#python-gpu/_core$tag#; s#CMakeFiles/frugal_python.dir/python/src/core.cpp.o#python-gpu/core.cpp.o#")
+    grep -q -- "-isystem $inc " <<<"$compile" || { say "could not point frugal._core's compile at Python $gpu_py"; exit 1; }
+    say "compiling frugal._core for Python $gpu_py ($inc)"
+    (cd build && bash -c "$compile" && bash -c "$link") || { say "frugal._core for Python $gpu_py failed"; exit 1; }
+    cp build/python/frugal/*.py "$carry/python/frugal/"
+    sed -i "s/^python_version = .*/python_version = \"$gpu_py\"/; s#^python_executable = .*#python_executable = \"python$gpu_py\"#" \
+      "$carry/python/frugal/_build_info.py"
+    strip -o "$carry/python/frugal/_core$tag" "build/python-gpu/_core$tag"
+  fi
 fi
-grep -q -- '-real;90\|;90' build/CMakeCache.txt 2>/dev/null || say "warning: build/ may lack sm_90 kernels (FRUGAL_CUDA_ARCHITECTURES)"
+grep -q 'frugal: CUDA architectures.*90' build.configure.log 2>/dev/null || say "warning: build/ may lack sm_90 kernels (FRUGAL_CUDA_ARCHITECTURES)"
 
 carry_mib=$(du -sm "$carry" | cut -f1)
 tree_mib=$(git ls-files -co --exclude-standard -z | du -cm --files0-from=- 2>/dev/null | tail -1 | cut -f1)

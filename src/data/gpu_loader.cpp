@@ -15,6 +15,7 @@
 #include "frugal/gpu/plan.h"
 
 #if FRUGAL_WITH_NVJPEG
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -262,6 +263,9 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
   if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
   options = checked_loader_options("GpuLoader", options);
   select_decode("gpu", *dataset);  // throws, naming what is missing
+  // PyTorch sets up its CUDA caching allocator at the first CUDA tensor; nvJPEG's buffers may be
+  // asked of it before any ("Allocator not initialized for device", seen on an H200).
+  at::globalContext().lazyInitDevice(at::kCUDA);
   gpu::set_device_allocator({torch_alloc, torch_free});
   s.data = dataset;
   s.seed = options.seed;

@@ -156,7 +156,10 @@ std::string limit_gpu_memory(const torch::Device& device, std::uint64_t bytes) {
 
 std::string configure_device(const torch::Device& device) {
   if (!device.is_cuda()) return "cpu (" + std::to_string(at::get_num_threads()) + " threads)";
-  at::globalContext().setBenchmarkCuDNN(true);
+  // cuDNN's benchmark times the candidate algorithms and keeps the fastest, which varies from run
+  // to run (even among deterministic ones): {deterministic} takes its heuristics' choice instead,
+  // as torch's reproducibility notes say (seen on an H200: fp16 runs of one command differed).
+  at::globalContext().setBenchmarkCuDNN(!at::globalContext().deterministicAlgorithms());
   const cudaDeviceProp& prop = *at::cuda::getDeviceProperties(device.index());
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }

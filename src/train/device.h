@@ -59,7 +59,8 @@ double gpu_memory_fraction(std::uint64_t bytes, std::uint64_t used, std::uint64_
 // what is in use (cudaMemGetInfo) and sets the fraction. Returns the line for the log.
 std::string limit_gpu_memory(const torch::Device& device, std::uint64_t bytes);
 
-// cuDNN autotuning on; returns a one-line description of the device for the log.
+// cuDNN autotuning on, unless deterministic algorithms were asked for first (set them before);
+// returns a one-line description of the device for the log.
 std::string configure_device(const torch::Device& device);
 
 }  // namespace frugal

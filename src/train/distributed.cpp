@@ -50,7 +50,7 @@ class C10dGroup : public ProcessGroup {
         control_(std::move(control)),
         store_(std::move(store)),
         device_(device),
-        cuda_(device.is_cuda()),
+        nccl_(backend_.rfind("nccl", 0) == 0),
         timeout_(timeout) {}
 
   std::unique_ptr<ProcessGroup> subgroup(const std::vector<int>& ranks, const std::string& name) override;
@@ -86,7 +86,7 @@ class C10dGroup : public ProcessGroup {
       // timeout would make it poll until done); a peer that stops answering is NCCL's watchdog's
       // to end, after the group's timeout. Gloo: the CPU waits, at most the timeout.
       for (auto& w : works) {
-        if (cuda_)
+        if (nccl_)
           w->wait();
         else
           w->wait(timeout_);
@@ -105,7 +105,7 @@ class C10dGroup : public ProcessGroup {
         c10d::BroadcastOptions o;
         o.rootRank = root;
         auto work = pg_->broadcast(one, o);
-        if (cuda_)
+        if (nccl_)
           work->wait();
         else
           work->wait(timeout_);
@@ -117,29 +117,33 @@ class C10dGroup : public ProcessGroup {
     });
   }
 
+  // Gloo sends and receives host memory only: a CUDA tensor goes through a copy on the host (its
+  // allreduce and broadcast take CUDA tensors themselves).
   void send(const torch::Tensor& t, int dst, int tag) override {
     run("send", [&] {
-      std::vector<at::Tensor> one{t};
+      std::vector<at::Tensor> one{!nccl_ && t.is_cuda() ? t.cpu() : t};
       sends_.push_back(pg_->send(one, dst, tag));
-      sent_.push_back(t);
+      sent_.push_back(one[0]);
     });
   }
 
   void recv(torch::Tensor& t, int src, int tag) override {
     run("receive", [&] {
-      std::vector<at::Tensor> one{t};
+      const bool staged = !nccl_ && t.is_cuda();
+      std::vector<at::Tensor> one{staged ? torch::empty(t.sizes(), t.options().device(torch::kCPU)) : t};
       auto work = pg_->recv(one, src, tag);
-      if (cuda_)
+      if (nccl_)
         work->wait();
       else
         work->wait(timeout_);
+      if (staged) t.copy_(one[0]);
     });
   }
 
   void wait_sends() override {
     run("send", [&] {
       for (auto& w : sends_) {
-        if (cuda_)
+        if (nccl_)
           w->wait();
         else
           w->wait(timeout_);
@@ -173,7 +177,7 @@ class C10dGroup : public ProcessGroup {
   std::vector<torch::Tensor> sent_;  // kept until their sends are done
   c10::intrusive_ptr<c10d::Store> store_;
   torch::Device device_;
-  bool cuda_;
+  bool nccl_;  // NCCL's waits order the stream; Gloo's block the CPU for at most the timeout
   std::chrono::milliseconds timeout_;
 };
 
@@ -225,6 +229,11 @@ std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*
   e.agent_store = agent && std::string(agent) == "True";
   const char* restarts = getenv("TORCHELASTIC_RESTART_COUNT");
   if (restarts && *restarts) e.restart_count = restarts;
+  const char* backend = getenv("FRUGAL_DIST_BACKEND");
+  e.backend = backend ? backend : "";
+  if (!e.backend.empty() && e.backend != "gloo" && e.backend != "nccl")
+    fail(ErrorKind::usage, "environment variable FRUGAL_DIST_BACKEND", "gloo or nccl (or unset: the device's)",
+         "'" + e.backend + "'", "");
   return e;
 }
 
@@ -397,7 +406,7 @@ static std::unique_ptr<ProcessGroup> make_group(const c10::intrusive_ptr<c10d::S
   std::string name;
   try {
     control = gloo_group(c10::make_intrusive<c10d::PrefixStore>("frugal/control", store), env, timeout);
-    if (device.is_cuda()) {
+    if (device.is_cuda() && env.backend != "gloo") {
 #ifdef FRUGAL_WITH_NCCL
       c10::cuda::set_device(device.index());  // NCCL binds to the current device at the first collective
       auto o = c10d::ProcessGroupNCCL::Options::create();
@@ -409,6 +418,9 @@ static std::unique_ptr<ProcessGroup> make_group(const c10::intrusive_ptr<c10d::S
       fail(ErrorKind::usage, "device " + device.str(), "a build with NCCL to train on several GPUs", "none",
            "build frugal against a LibTorch with CUDA (scripts/setup.sh), or train on the cpu with Gloo");
 #endif
+    } else if (env.backend == "nccl") {
+      fail(ErrorKind::usage, "FRUGAL_DIST_BACKEND=nccl on " + device.str(), "a CUDA device", device.str(),
+           "unset FRUGAL_DIST_BACKEND (the CPU trains with Gloo), or give {device} cuda");
     } else {
       pg = gloo_group(c10::make_intrusive<c10d::PrefixStore>("frugal/data", store), env, timeout);
       name = "gloo";

@@ -25,10 +25,15 @@ struct DistEnv {
   // client; keys live under /worker/attempt_<restart count>, as torch's env:// rendezvous does.
   bool agent_store = false;
   std::string restart_count = "0";
+  // FRUGAL_DIST_BACKEND: "" (Gloo on the CPU, NCCL on CUDA) or "gloo", which also carries CUDA
+  // tensors (point to point through host memory): for ranks that share one GPU, which NCCL refuses
+  // ("Duplicate GPU detected", NVIDIA/nccl#418).
+  std::string backend;
 };
 
 // nullopt when WORLD_SIZE is absent or 1 (a single process: exactly the undistributed run),
 // unless FRUGAL_FORCE_GROUP=1 (a group of one, for measuring the group's overhead).
+// FRUGAL_DIST_BACKEND other than gloo or nccl is Error(usage).
 // Error(usage) naming the variable when one is missing or out of range.
 std::optional<DistEnv> dist_env_from(const std::function<const char*(const char*)>& getenv);
 std::optional<DistEnv> dist_env();  // from this process's environment
@@ -36,7 +41,7 @@ std::optional<DistEnv> dist_env();  // from this process's environment
 class ProcessGroup {
  public:
   // Joins the group: TCPStore at MASTER_ADDR:MASTER_PORT, then Gloo (CPU) or NCCL (CUDA; the
-  // device must be cuda:LOCAL_RANK, set current before). Every collective fails with
+  // device must be cuda:LOCAL_RANK, set current before), or Gloo on CUDA when env.backend says so. Every collective fails with
   // Error(io) "lost contact with the other ranks" when a peer dies or does not answer in `timeout`.
   // The rendezvous is bounded by `timeout` too: a rank whose store (rank 0, or torchrun's agent)
   // never answers ends with Error(io) naming the address, and `stop_requested` (a signal) ends the

@@ -9,7 +9,7 @@
 # within the timeout; a pipeline run resumes in one process; mistakes are refused with a hint; only
 # stage 0 decodes images, and a batch it cut short (an undecodable image) is the same on all stages,
 # in training and evaluation; a TorchScript nn.Sequential is cut between its children and trains
-# bitwise as one process does.
+# bitwise as one process does; with --amp fp16 the stages share one loss scale and its skipped steps.
 source "$(dirname "$0")/lib/common.sh"
 needs_commands frugal frugal-torch
 needs_python PIL safetensors torch
@@ -308,5 +308,23 @@ check "an undecodable validation image: the pipeline evaluates what one process 
   '[ "$n" == "$solo_n" ] && [ "$acc" == "$solo_acc" ]'
 check "and its validation loss ($loss) is one process's ($solo_loss)" \
   '"$py" -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1e-5 * max(1e-3, abs(b)) else 1)" "$loss" "$solo_loss"'
+
+
+# --- J: fp16 and its loss scaler (autocast on the CPU too): the stages share one scale and one
+# found-inf decision, so 2 stages train bitwise what one process does with --accum 2, the scale
+# included; the scale starts at 65536, and ending below it means steps were skipped, on both.
+one "$t/fp16solo" "$t/fp16solo" "${cnn[@]}" --epochs 1 --batch-size 4 --accum 2 --amp fp16 || die "one process, fp16" "$t/fp16solo.err"
+ranks "$t/fp16pipe" "$t/fp16pipe" "${cnn[@]}" --epochs 1 --batch-size 8 --pipeline 2 --micro-batches 2 --amp fp16
+wait $r0 && wait $r1 || die "2 stages, fp16" "$t/fp16pipe0.err" "$t/fp16pipe1.err"
+scales=$("$py" - "$t/fp16solo/$(newest "$t/fp16solo")" "$t/fp16pipe/$(newest "$t/fp16pipe")" <<'PY'
+import sys
+from safetensors.torch import load_file
+print(" ".join(str(float(load_file(f)["frugal.loss_scaler.scale"])) for f in sys.argv[1:]))
+PY
+)
+diff=$(tensors "$t/fp16solo/$(newest "$t/fp16solo")" "$t/fp16pipe/$(newest "$t/fp16pipe")")
+check "fp16: the stages equal one process with --accum 2 (largest difference $diff)" 'zero "$diff"'
+check "fp16: the same loss scale ($scales), below the first 65536: steps were skipped, on every stage alike" \
+  'read a b <<<"$scales"; [ "$a" == "$b" ] && "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 65536 else 1)" "$a"'
 
 finish

@@ -8,9 +8,7 @@
 // steps here, parameters agree to a relative 1e-5. The two ranks end bitwise equal to each other
 // (they step on the same summed gradients).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -21,6 +19,7 @@
 #include <map>
 #include <thread>
 
+#include "loopback_group.h"
 #include "frugal/dataset/sampler.h"
 #include "frugal/util/error.h"
 #include "frugal/models/models.h"
@@ -147,18 +146,7 @@ Trained train_case(const Case& c, int rank, int world, ProcessGroup* group) {
   return out;
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
+using frugal::testing::free_port;
 
 struct Child {
   pid_t pid = -1;
@@ -392,6 +380,18 @@ TEST(DistEnv, WorldSizeAbsentOrOneIsOneProcess) {
   EXPECT_EQ(e->master_port, 29500);
   EXPECT_TRUE(e->agent_store);
   EXPECT_EQ(e->restart_count, "2");
+  EXPECT_EQ(e->backend, "");             // the device's: Gloo on the CPU, NCCL on CUDA
+  vars["FRUGAL_DIST_BACKEND"] = "gloo";  // ranks that share one GPU
+  EXPECT_EQ(dist_env_from(get)->backend, "gloo");
+  vars["FRUGAL_DIST_BACKEND"] = "mpi";
+  try {
+    dist_env_from(get);
+    ADD_FAILURE() << "FRUGAL_DIST_BACKEND=mpi taken";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(err.what()).find("gloo or nccl"), std::string::npos) << err.what();
+  }
+  vars.erase("FRUGAL_DIST_BACKEND");
   vars["RANK"] = "4";  // out of range
   EXPECT_THROW(dist_env_from(get), Error);
   vars["RANK"] = "x";

@@ -3,10 +3,7 @@
 // process. The whole-run behaviour (bitwise equal to one process with --accum, kill, hang, resume)
 // is tests/cli/train_pipeline.sh's.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -20,6 +17,7 @@
 #include "frugal/models/models.h"
 #include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"
+#include "loopback_group.h"
 #include "frugal/util/error.h"
 #include "train/collective.h"
 #include "train/distributed.h"
@@ -165,17 +163,7 @@ TEST(PipelineCut, EveryZooTensorBelongsToExactlyOnePiece) {
   }
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using frugal::testing::free_port;
 
 // What one stage did in one step.
 struct StageRun {
@@ -245,11 +233,7 @@ std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep
   for (int rank = 0; rank < 2; ++rank)
     threads.emplace_back([&, rank] {
       try {
-        DistEnv env;
-        env.rank = rank;
-        env.world = 2;
-        env.master_addr = "127.0.0.1";
-        env.master_port = port;
+        const DistEnv env = testing::loopback_env(rank, 2, port);
         std::unique_lock<std::mutex> init(init_mu);  // one thread at a time on torch's global generator
         torch::manual_seed(5);
         TwoPieces model;
