@@ -34,12 +34,16 @@ find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 
 # LibTorch. Order of preference: the user's Torch_DIR; else the PyTorch importable by
-# FRUGAL_PYTHON (the project's .venv, or a notebook's own PyTorch), through
-# torch.utils.cmake_prefix_path.
+# FRUGAL_PYTHON (under `pip install .` the installing Python; else the project's .venv, or a
+# notebook's own PyTorch), through torch.utils.cmake_prefix_path.
 if(FRUGAL_WITH_TORCH)
   if(NOT Torch_DIR AND NOT DEFINED ENV{Torch_DIR})
     if(NOT FRUGAL_PYTHON)
-      if(EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
+      if(SKBUILD AND Python_EXECUTABLE)
+        # `pip install .` (scikit-build-core): the torch of the Python installing us, not .venv's
+        # nor the first python3 on PATH (a clean checkout has no .venv).
+        set(FRUGAL_PYTHON ${Python_EXECUTABLE})
+      elseif(EXISTS ${CMAKE_SOURCE_DIR}/.venv/bin/python)
         set(FRUGAL_PYTHON ${CMAKE_SOURCE_DIR}/.venv/bin/python)
       else()
         find_program(FRUGAL_PYTHON NAMES python3 python)
