@@ -50,7 +50,7 @@ class C10dGroup : public ProcessGroup {
         control_(std::move(control)),
         store_(std::move(store)),
         device_(device),
-        nccl_(backend_.rfind("nccl", 0) == 0),
+        nccl_(pg_->getBackendName() == "nccl"),
         timeout_(timeout) {}
 
   std::unique_ptr<ProcessGroup> subgroup(const std::vector<int>& ranks, const std::string& name) override;
