@@ -74,11 +74,14 @@ grep -q "^stopped (deadline)" "$s1" && ok "session 1 was cut by its deadline" ||
   bad "stopped $stopped, resumed $resumed"
 [ -d "$tmp/working/runs/r18" ] && ok "the run is in the persistent folder" || bad "no runs/r18 in WORK"
 # The time budget: planned in session 1, continued in session 2, and the model saved at the end of
-# its schedule (the last step's learning rate near 0), within the budget (40 s and a step).
+# its schedule (the last step's learning rate near 0), within the budget: 40 s and two steps on
+# this real clock, beside other tests whose load changes the step time from one step to the next
+# (CI once saw 40.72 s at 0.345 s a step, before the plan was checked at each of the last steps;
+# the planner's own bound, a step, is tested on a fake clock in test_budget).
 grep -q "^planned [0-9,]* steps" "$s1" && ok "session 1 planned its steps for the budget" || bad "no plan in session 1"
 grep -q "^time budget: continuing the plan" "$tmp/s2.log" && ok "session 2 continued the plan" ||
   bad "session 2 did not continue the plan: $(grep -i budget "$tmp/s2.log" | head -3)"
-"$py" - "$tmp/working/runs/r18/metrics.jsonl" <<'PY' && ok "annealed: the last epoch's learning rate is below 1% of the peak, and the budget held" || bad "not annealed or over budget: $(tail -c 600 "$tmp/working/runs/r18/metrics.jsonl")"
+"$py" - "$tmp/working/runs/r18/metrics.jsonl" <<'PY' && ok "annealed: the last epoch's learning rate is below 1% of the peak, and the budget held (40 s and two steps)" || bad "not annealed or over budget: $(tail -c 600 "$tmp/working/runs/r18/metrics.jsonl")"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 epochs = [l for l in lines if "epoch" in l]
@@ -86,7 +89,7 @@ plans = [l["time_budget"] for l in lines if "time_budget" in l]
 peak = 1e-3  # frugal train's default --lr
 assert epochs and plans, "no epochs or plans"
 assert epochs[-1]["lr"] < 0.01 * peak, epochs[-1]["lr"]
-assert plans[-1]["end_seconds"] <= 40 + plans[-1]["costs"]["step"], plans[-1]
+assert plans[-1]["end_seconds"] <= 40 + 2 * plans[-1]["costs"]["step"], plans[-1]
 PY
 
 finish

@@ -94,6 +94,7 @@ class CostMeter {
   // 1 - exp(-seconds / window), so 0.03 s steps and 3 s steps are both averaged over ~`window` s
   // (a fixed weight follows the noise of short steps and reacts slowly to long ones).
   void set_window(double seconds) { window_ = seconds; }
+  double window() const { return window_; }
   void set_prior(double seconds) { prior_ = seconds; }
   void add(double seconds);
   bool measured() const { return count_ > 0; }
@@ -120,7 +121,8 @@ namespace frugal {
 //  - a resumed run continues the saved schedule; a changed budget re-plans at once (on the saved
 //    costs), and the speed measured in this session re-plans when the plan is off by more than
 //    the slack;
-//  - after each evaluation and save, and every 2% of the steps left, the plan is checked again.
+//  - after each evaluation and save, and every 2% of the steps left, the plan is checked again;
+//    in the budget's last stretch (the step-time window: 2% of it, 5 s at least), before each step.
 class TimeBudget {
  public:
   struct Options {
