@@ -12,6 +12,7 @@
 #include "dataset/dataset_shared.h"
 #include "dataset/labels_csv.h"
 #include "dataset/skip_rules.h"
+#include "frugal/archive/read_limit.h"
 #include "frugal/util/checked.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
@@ -266,7 +267,7 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
       // Checked once here rather than per sample: one pass over the array at open.
       arr.damage = view_crc_problem(a, c.entry, arr.bytes);
     } else {
-      arr.owned = a.read(c.entry);
+      read_entry_capped(a, c.entry, arr.owned, d.options.max_file_bytes);  // sort_entries skipped larger ones
       arr.bytes = arr.owned;
     }
     arr.header = detail::parse_npy(arr.bytes, a.display_name() + ":" + name);
@@ -338,15 +339,15 @@ void note_classes_without_images(DatasetShared& d, const std::vector<std::pair<C
 // --max-bad-fraction like any undecodable image.
 bool is_npy_array(const Archive& a, std::size_t i, const std::string& name) {
   try {
-    std::vector<std::uint8_t> head;
-    std::span<const std::uint8_t> bytes;
-    if (auto v = a.stored_view(i)) {
-      bytes = *v;
-    } else {
-      head = a.read(i);
-      bytes = head;
-    }
-    auto h = detail::parse_npy(bytes, a.display_name() + ":" + name);
+    const std::string where = a.display_name() + ":" + name;
+    // The header only, read by its size: a 2 GB array was read whole for its 128 bytes (11 s).
+    std::vector<std::uint8_t> head = read_entry_head(a, i, 12);
+    const std::uint64_t header = detail::npy_header_size(head, where);
+    if (header > detail::kMaxNpyHeaderBytes)
+      fail(ErrorKind::invalid, where, "a .npy header of at most " + format_size(detail::kMaxNpyHeaderBytes),
+           format_size(header), "save the array again with numpy.save");
+    head = read_entry_head(a, i, static_cast<std::size_t>(header));
+    auto h = detail::parse_npy_header(head, a.entries()[i].size, where);
     // (H, W) and (H, W, C) are one sample; (N,) labels; (N, H, W) and (N, H, W, C) samples.
     return h.shape.size() == 1 || h.shape.size() == 4 ||
            (h.shape.size() == 3 && !(h.shape[2] == 1 || h.shape[2] == 3 || h.shape[2] == 4));
@@ -354,6 +355,15 @@ bool is_npy_array(const Archive& a, std::size_t i, const std::string& name) {
     if (err.kind() != ErrorKind::invalid && err.kind() != ErrorKind::unsupported) throw;
   }
   return false;
+}
+
+// Why entry i is too large to be read whole, or "": above {max_file_bytes}, decided from the size
+// the archive lists before a byte is read, as an empty file is; an array of samples that is read in
+// place (a mapped view, nothing copied) is exempt.
+std::string size_skip_reason(const Archive& a, std::size_t i, bool npy_array, std::uint64_t max_bytes) {
+  const std::uint64_t size = a.entries()[i].size;
+  if (size <= max_bytes || (npy_array && a.stored_view(i))) return "";
+  return file_size_skip_reason(size, max_bytes);
 }
 
 // The labels a reader holds beside its images (a parquet label column), unless {label_pattern} or
@@ -404,6 +414,11 @@ Entries sort_entries(DatasetShared& d) {
       continue;
     }
     const bool npy_array = f == ImageFormat::npy && is_npy_array(a, i, names[i]);
+    if (std::string why = size_skip_reason(a, i, npy_array, d.options.max_file_bytes); !why.empty()) {
+      count(d.open_skips, why, names[i] + ", " + format_size(e.size));
+      out.unusable.push_back({{i, names[i], std::move(parts), f}, std::move(why)});
+      continue;
+    }
     (npy_array ? out.arrays : out.files).push_back({i, names[i], std::move(parts), f});
   }
   note_names_not_utf8(a, lossy);

@@ -130,24 +130,22 @@ class HeaderReader {
 
 }  // namespace
 
-NpyHeader parse_npy(std::span<const std::uint8_t> b, const std::string& where) {
+std::uint64_t npy_header_size(std::span<const std::uint8_t> b, const std::string& where) {
   if (b.size() < 10 || b[0] != 0x93 || std::memcmp(b.data() + 1, "NUMPY", 5) != 0) bad(where, "no NUMPY magic");
   const int major = b[6];
-  std::size_t len = 0, off = 0;
-  if (major == 1) {
-    len = b[8] | (b[9] << 8);
-    off = 10;
-  } else if (major == 2 || major == 3) {
-    if (b.size() < 12) bad(where, "a truncated header");
-    len = b[8] | (b[9] << 8) | (b[10] << 16) | (static_cast<std::size_t>(b[11]) << 24);
-    off = 12;
-  } else {
-    bad(where, "format version " + std::to_string(major));
-  }
-  if (!range_inside(off, len, b.size())) bad(where, "a truncated header");
-  std::string_view dict(reinterpret_cast<const char*>(b.data() + off), len);
+  if (major == 1) return 10 + (b[8] | (b[9] << 8));
+  if (major != 2 && major != 3) bad(where, "format version " + std::to_string(major));
+  if (b.size() < 12) bad(where, "a truncated header");
+  return 12 + (b[8] | (b[9] << 8) | (b[10] << 16) | (static_cast<std::uint64_t>(b[11]) << 24));
+}
+
+NpyHeader parse_npy_header(std::span<const std::uint8_t> b, std::uint64_t file_size, const std::string& where) {
+  const std::uint64_t end = npy_header_size(b, where);
+  const std::size_t off = b[6] == 1 ? 10 : 12;
+  if (end > b.size() || end > file_size) bad(where, "a truncated header");
+  std::string_view dict(reinterpret_cast<const char*>(b.data() + off), static_cast<std::size_t>(end) - off);
   NpyHeader h = HeaderReader(dict, where).read();
-  h.data_offset = off + len;
+  h.data_offset = static_cast<std::size_t>(end);
   // Zero-length arrays still need every dimension's product to fit, as NumPy requires.
   std::uint64_t elements = 1;
   bool empty = false;
@@ -160,8 +158,12 @@ NpyHeader parse_npy(std::span<const std::uint8_t> b, const std::string& where) {
   const std::uint64_t data =
       empty ? 0 : checked_mul(elements, static_cast<std::uint64_t>(h.item_size), where, "the byte size of its shape");
   if (data > static_cast<std::uint64_t>(INT64_MAX)) bad(where, "a shape of more than 2^63 bytes");
-  if (data > b.size() - h.data_offset) bad(where, "less data than its shape needs (truncated file?)");
+  if (data > file_size - h.data_offset) bad(where, "less data than its shape needs (truncated file?)");
   return h;
+}
+
+NpyHeader parse_npy(std::span<const std::uint8_t> b, const std::string& where) {
+  return parse_npy_header(b, b.size(), where);
 }
 
 std::int64_t npy_int(const NpyHeader& h, std::span<const std::uint8_t> b, std::uint64_t i) {

@@ -12,6 +12,9 @@
 
 namespace frugal::detail {
 
+// The longest header read (NumPy writes a few hundred bytes; its reader refuses past 10000 unless told).
+inline constexpr std::uint64_t kMaxNpyHeaderBytes = std::uint64_t{1} << 20;
+
 struct NpyHeader {
   char kind = 0;      // 'u', 'i', 'f', 'b'
   int item_size = 0;  // bytes per element, 1..8
@@ -25,6 +28,14 @@ struct NpyHeader {
 // 'descr', 'fortran_order' and 'shape'), numbers out of range, a shape whose byte size overflows,
 // Fortran order, or data shorter than the shape says.
 NpyHeader parse_npy(std::span<const std::uint8_t> bytes, const std::string& where);
+// The same from a file's first bytes alone (its header; more may follow), `file_size` being the
+// whole file's: what a reader that never holds the data checks it by. `head` shorter than the
+// header says (npy_header_size) is "a truncated header".
+NpyHeader parse_npy_header(std::span<const std::uint8_t> head, std::uint64_t file_size, const std::string& where);
+// How many bytes the header of a .npy file starting with `head` (at least its first 12 bytes, or
+// the whole file when shorter) takes: the magic, the version, the length field and the dict. Throws
+// as parse_npy does when there is no NUMPY magic or the version is unknown.
+std::uint64_t npy_header_size(std::span<const std::uint8_t> head, const std::string& where);
 
 // Integer element i of an integer array (any size, either endianness); i < h.count().
 std::int64_t npy_int(const NpyHeader& h, std::span<const std::uint8_t> bytes, std::uint64_t i);

@@ -190,10 +190,9 @@ std::vector<fs::path> PredictInputs::files() const {
   return out;
 }
 
-void PredictInputs::read(const PredictImage& image, std::vector<std::uint8_t>& out) const {
-  if (image.archive) return image.archive->read(image.entry, out);
-  const std::string s = read_file(check_input(image.name, InputKind::file));
-  out.assign(s.begin(), s.end());
+void PredictInputs::read(const PredictImage& image, std::vector<std::uint8_t>& out, std::uint64_t max_bytes) const {
+  if (image.archive) return read_entry_capped(*image.archive, image.entry, out, max_bytes);
+  out = read_file_capped(check_input(image.name, InputKind::file), max_bytes);
 }
 
 namespace {

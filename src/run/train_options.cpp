@@ -141,6 +141,11 @@ std::vector<Row> make_rows() {
          return integer<std::int64_t>(c.max_pixels, t, 1, std::int64_t{1} << 40);
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.max_pixels; }});
+  add({"max_file_bytes", nullptr,
+       "an image or .npy file larger than this (default 256M) is never read: skipped and counted, by the size its "
+       "folder or archive lists",
+       Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return size(c.max_file_bytes, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.max_file_bytes.text; }});
   add({"max_bad_fraction", nullptr, "fail when more images than this cannot be decoded", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) {
          return real(c.max_bad_fraction, t, 0, 1, false, "a fraction from 0 to 1");

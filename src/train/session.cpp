@@ -197,6 +197,7 @@ void Session::open_data() {
   d.images_dir = c_.images_dir;
   d.class_names = c_.class_names;
   d.max_pixels = static_cast<std::uint64_t>(c_.max_pixels);
+  if (c_.max_file_bytes) d.max_file_bytes = c_.max_file_bytes.bytes;
   d.max_bad_fraction = c_.max_bad_fraction;
   d.channels = c_.channels;
   d.name_encoding = c_.name_encoding;

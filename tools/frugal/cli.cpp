@@ -227,6 +227,23 @@ CLI::Validator valid_size() {
       "SIZE");
 }
 
+void add_max_file_bytes_option(CLI::App& app, std::uint64_t& bytes, const std::string& what) {
+  app.add_option_function<std::string>(
+         "--max-file-bytes", [&bytes](const std::string& text) { bytes = parse_size(text); },
+         "an image or .npy file larger than this is never read, by the size its folder or archive lists: " + what +
+             " (default 256M; K/M/G are powers of 1024)")
+      ->check(valid_size())
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              return parse_size(s) > 0 ? std::string() : "expected a size above 0" + found(s);
+            } catch (const Error&) {
+              return {};  // valid_size() says it
+            }
+          },
+          ""));
+}
+
 CLI::Validator valid_duration() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

@@ -64,6 +64,10 @@ CLI::Validator one_of(std::vector<std::string> choices);             // "expecte
 CLI::Validator valid_size();      // what parse_size takes: 512K, 1000M, 1.5G, 5GiB, 5GB
 CLI::Validator valid_duration();  // what parse_duration takes: 90s, 30m, 7h30m
 
+// --max-file-bytes SIZE (read_limit.h; default 256M): images and .npy files larger than it are never
+// read; `what` says what becomes of them in this command ("skipped and counted", "an error").
+void add_max_file_bytes_option(CLI::App& app, std::uint64_t& bytes, const std::string& what);
+
 // The options of eval, predict and export for CKPT that is weights from elsewhere
 // (ForeignModelOptions, checkpoint.h; docs/models.md): --model and --image-size.
 template <class Options>

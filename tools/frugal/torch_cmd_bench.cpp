@@ -1,5 +1,5 @@
 // frugal bench loader ARCHIVE [--image-size S] [--workers N] [--seconds T] [--batch-size B] [--decode cpu|gpu|auto]
-//                     [--max-pixels N] [--max-bad-fraction F] [--json]
+//                     [--max-pixels N] [--max-file-bytes SIZE] [--max-bad-fraction F] [--json]
 //
 // The input pipeline alone (read + decode + augment, train transforms), in images/s. Like the
 // recipe's Python baseline, the clock starts after the first batch, so thread start-up and the
@@ -42,6 +42,7 @@ int bench_loader(int argc, char** argv) {
                  "stop when more than this fraction of images is undecodable")
       ->capture_default_str()
       ->check(number_in(0, 1));
+  add_max_file_bytes_option(app, dopt.max_file_bytes, "skipped and counted, as an empty file is");
   app.add_option("--channels", dopt.channels, "1 or 3 (default: as the data)")->check(one_of({"1", "3"}));
   app.add_option("--decode", decode, "cpu, gpu (nvJPEG + CUDA kernel) or auto (gpu when usable)")
       ->capture_default_str()

@@ -46,6 +46,7 @@ int cmd_eval(int argc, char** argv) {
   app.add_option("--max-bad-fraction", d.max_bad_fraction, "stop when more than this fraction of images is undecodable")
       ->capture_default_str()
       ->check(number_in(0, 1));
+  add_max_file_bytes_option(app, d.max_file_bytes, "skipped and counted, as an empty file is");
   add_foreign_model_options(app, foreign);
   app.add_flag("--json", json, "print {accuracy, loss, per_class} as JSON on stdout");
   add_data_options(app, d);

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "frugal/archive/archive.h"
+#include "frugal/archive/read_limit.h"
 #include "frugal/compress/compress.h"
 #include "frugal/data/loader.h"
 #include "frugal/dataset/predict_inputs.h"
@@ -48,7 +49,7 @@ struct Decoded {
 // Images [begin, end) read and brought to the model's input on `threads` threads, each with its
 // own buffers (Archive::read is thread-safe).
 void decode_batch(const PredictInputs& inputs, std::size_t begin, std::size_t end, const TransformOptions& transform,
-                  std::uint64_t max_pixels, unsigned threads, std::vector<Decoded>& out) {
+                  std::uint64_t max_pixels, std::uint64_t max_file_bytes, unsigned threads, std::vector<Decoded>& out) {
   out.resize(end - begin);
   std::atomic<std::size_t> next{begin};
   auto work = [&] {
@@ -59,7 +60,7 @@ void decode_batch(const PredictInputs& inputs, std::size_t begin, std::size_t en
       Decoded& d = out[i - begin];
       d.ok = false;
       try {
-        inputs.read(image, bytes);
+        inputs.read(image, bytes, max_file_bytes);
         TransformOptions t = transform;
         const ImageInfo header = read_image_info(bytes, image.name, max_pixels);
         t.small = std::max(header.width, header.height) <= 64;
@@ -112,7 +113,7 @@ int cmd_predict(int argc, char** argv) {
   std::string ckpt, csv, csv_columns;
   std::vector<std::string> inputs_given;
   int top = 1;
-  std::uint64_t max_pixels = 89478485;
+  std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
   bool json = false, probabilities = false;
   ArchiveOptions archive_options;
   ForeignModelOptions foreign;
@@ -134,6 +135,7 @@ int cmd_predict(int argc, char** argv) {
   app.add_option("--max-pixels", max_pixels, "larger images are refused as possible decompression bombs")
       ->capture_default_str()
       ->check(at_least(1));
+  add_max_file_bytes_option(app, max_file_bytes, "an error for that image (exit 3), the others still predicted");
   add_data_options(app, archive_options);
   add_foreign_model_options(app, foreign);
   app.add_flag("--json", json, "print the predictions as JSON on stdout");
@@ -178,7 +180,7 @@ int cmd_predict(int argc, char** argv) {
   std::vector<Decoded> batch;
   for (std::size_t begin = 0; begin < n; begin += kBatch) {
     const std::size_t end = std::min(n, begin + kBatch);
-    decode_batch(inputs, begin, end, t, max_pixels, threads, batch);
+    decode_batch(inputs, begin, end, t, max_pixels, max_file_bytes, threads, batch);
     std::vector<std::size_t> good;
     for (std::size_t j = 0; j < batch.size(); ++j) {
       if (batch[j].ok)

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/archive/read_limit.h"
 #include "frugal/image/image.h"
 
 namespace frugal {
@@ -46,7 +47,10 @@ struct DatasetOptions {
   // the data its ids are relative to ("" the CSV's), and a file naming integer classes (a JSON
   // map or list, or a name a line; also for labels.csv, class folders and .npy labels).
   std::string labels, label_columns, images_dir, class_names;
-  std::uint64_t max_pixels = 89478485;                        // larger images count as bad
+  std::uint64_t max_pixels = 89478485;  // larger images count as bad
+  // Files (images, .npy files) larger than this are skipped at open and counted, by the size the
+  // archive lists, never read (read_limit.h; an array of samples read in place is exempt).
+  std::uint64_t max_file_bytes = kDefaultMaxFileBytes;
   ExifOrientation exif_orientation = ExifOrientation::apply;  // photos turned upright as their EXIF says
   double max_bad_fraction = 0.01;                             // of the images seen by a loader
   int channels = 0;                                           // 0: as the data; 1 or 3

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "frugal/archive/archive.h"
+#include "frugal/archive/read_limit.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/util/error.h"
 
@@ -62,8 +63,11 @@ class PredictInputs {
   // writer that must never replace one of them.
   std::vector<std::filesystem::path> files() const;
 
-  // The bytes of `image` as stored (thread-safe). Throws Error naming it when they cannot be read.
-  void read(const PredictImage& image, std::vector<std::uint8_t>& out) const;
+  // The bytes of `image` as stored (thread-safe). Throws Error naming it when they cannot be read,
+  // and Error(invalid) naming {max_file_bytes} for a file or entry larger than `max_bytes`, from the
+  // size its folder or archive states, before anything is allocated (read_limit.h).
+  void read(const PredictImage& image, std::vector<std::uint8_t>& out,
+            std::uint64_t max_bytes = kDefaultMaxFileBytes) const;
 
  private:
   const Archive& archive(const std::string& spec, const ArchiveOptions& options);

@@ -84,6 +84,7 @@ struct TrainConfig {
   std::vector<std::string> freeze;
   double val_split = 0.0;  // 0 without --val: 5% of the training data (stable split)
   std::int64_t max_pixels = 89478485;
+  SizeOption max_file_bytes;  // unset: kDefaultMaxFileBytes (DatasetOptions::max_file_bytes)
   double max_bad_fraction = 0.01;
   int channels = 0;  // 0: as the data
   ExifOrientation exif_orientation = ExifOrientation::apply;
