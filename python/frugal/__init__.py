@@ -90,7 +90,8 @@ class Loader:
     The order is a function of (seed, epoch) and each sample's augmentation of (seed, epoch, sample),
     so batches do not depend on `workers`, and state_dict()/load_state_dict() resume mid-epoch
     exactly. With `subset="val"` it reads the validation samples: a stable `val_split` of DATA (the
-    same on every run), DATA's val/ folder when its top level is train/ val/ test/, or `val`.
+    same on every run; None: 5%, said; 0: none, so the "val" subset is empty), DATA's val/ folder
+    when its top level is train/ val/ test/, or `val`.
 
     Under torchrun (or with rank/world_size) each rank reads its own part of every global batch of
     batch_size × world_size samples, as `frugal train` shares data.
@@ -101,7 +102,7 @@ class Loader:
     DataLoader. While it waits for a batch the GIL is released.
     """
 
-    def __init__(self, data, batch_size=64, image_size=224, train=True, seed=0, workers=2, val_split=0.0,
+    def __init__(self, data, batch_size=64, image_size=224, train=True, seed=0, workers=2, val_split=None,
                  subset="train", device="cpu", rank=None, world_size=None, *, normalize=False, val=None,
                  shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
                  images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
@@ -114,7 +115,8 @@ class Loader:
         self.device = torch.device(device)
         self.normalize = normalize
         self._core = _core.Loader(
-            data=_text(data), val=_text(val), val_split=float(val_split), subset=subset,
+            data=_text(data), val=_text(val), subset=subset,
+            val_split=None if val_split is None else float(val_split),
             data_root=_text(data_root), labels=_text(labels), label_pattern=_text(label_pattern),
             label_columns=_text(label_columns), images_dir=_text(images_dir), class_names=_text(class_names),
             channels=channels, max_bad_fraction=max_bad_fraction, batch_size=batch_size, image_size=image_size,

@@ -80,7 +80,7 @@ class OwnedByProcess {
 
 struct LoaderArgs {
   std::string data, val, subset = "train", data_root;
-  double val_split = 0;
+  std::optional<double> val_split;  // None: 5% (said); 0: no validation
   DatasetOptions dataset;
   LoaderOptions loader;
   int rank = -1, world = -1;  // -1: torchrun's environment
@@ -105,8 +105,9 @@ class PyLoader : OwnedByProcess {
   void open(LoaderArgs a) {
     if (a.subset != "train" && a.subset != "val")
       fail(ErrorKind::usage, "subset=", "\"train\" or \"val\"", "\"" + a.subset + "\"", "");
-    if (a.val_split < 0 || a.val_split >= 1)
-      fail(ErrorKind::usage, "val_split=", "a fraction from 0 up to 1", std::to_string(a.val_split), "");
+    if (a.val_split && !(*a.val_split >= 0 && *a.val_split < 1))
+      fail(ErrorKind::usage, "val_split=", "a fraction from 0 (no validation) up to 1", std::to_string(*a.val_split),
+           "");
     const RankWorld env = rank_world();
     const int world = a.world > 0 ? a.world : env.world;
     const int rank = a.rank >= 0 ? a.rank : (a.world > 0 ? 0 : env.rank);
@@ -400,11 +401,11 @@ PYBIND11_MODULE(_core, m) {
   });
 
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](std::string data, std::string val, double val_split, std::string subset, std::string data_root,
-                       std::string labels, std::string label_pattern, std::string label_columns, std::string images_dir,
-                       std::string class_names, int channels, double max_bad_fraction, int batch_size, int image_size,
-                       bool train, std::uint64_t seed, int workers, bool shuffle, bool drop_last, bool pin_memory,
-                       int prefetch, int rank, int world) {
+      .def(py::init([](std::string data, std::string val, std::optional<double> val_split, std::string subset,
+                       std::string data_root, std::string labels, std::string label_pattern, std::string label_columns,
+                       std::string images_dir, std::string class_names, int channels, double max_bad_fraction,
+                       int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
+                       bool drop_last, bool pin_memory, int prefetch, int rank, int world) {
              LoaderArgs a;
              a.data = std::move(data);
              a.val = std::move(val);

@@ -261,7 +261,7 @@ nlohmann::json TimeBudget::update(std::int64_t steps_done, double session_second
     return revise(steps_done, session_seconds, "plan", true);
   }
   if (saved_budget_ >= 0 && saved_budget_ != o_.budget) {
-    const std::string reason = "budget changed from " + std::to_string(saved_budget_) + " s";
+    const std::string reason = "budget changed from " + duration_text(saved_budget_);
     saved_budget_ = o_.budget;
     return revise(steps_done, session_seconds, reason, false);
   }

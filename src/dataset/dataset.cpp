@@ -87,6 +87,51 @@ std::optional<SplitFolders> find_split_folders(const Archive& a) {
   return f;
 }
 
+// A Hugging Face data/ folder holds one split per file name (train-00000-of-00001.parquet,
+// validation-*, test-*): split files, read one split at a time as split folders are, so that
+// test rows never train. Nullopt unless DATA is a folder of parquet files only (the folder
+// data_source.cpp reads as one parquet set) with two splits or more among their names.
+std::optional<SplitFiles> find_split_files(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (e.is_directory(ec)) return std::nullopt;
+    if (e.path().extension() == ".parquet" && e.is_regular_file(ec)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  SplitFiles f;
+  std::string prefix[3], unnamed;  // the spelling of each split ("train-"), as the glob takes it
+  for (const std::string& n : names) {
+    const auto end = n.find_first_of("-_.");
+    const std::string l = lower(n.substr(0, end));
+    const int k = l == "train" ? 0 : l == "val" || l == "valid" || l == "validation" ? 1 : l == "test" ? 2 : -1;
+    if (k < 0) {
+      unnamed = n;
+      continue;
+    }
+    const std::string p = n.substr(0, end + 1);
+    if (!prefix[k].empty() && prefix[k] != p)
+      fail(ErrorKind::usage, path.string(), "one spelling of each split in its parquet files' names",
+           "both " + prefix[k] + "* and " + p + "*",
+           "give the files to read as a glob, e.g. '{data} DIR/train-*.parquet'");
+    prefix[k] = p;
+    std::string& list = k == 0 ? f.train : k == 1 ? f.validation : f.test;
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  if ((prefix[0].empty() ? 0 : 1) + (prefix[1].empty() ? 0 : 1) + (prefix[2].empty() ? 0 : 1) < 2) return std::nullopt;
+  if (prefix[0].empty() || !unnamed.empty())
+    fail(ErrorKind::usage, path.string(), "parquet files of a train split (train-*.parquet) beside the others",
+         prefix[0].empty() ? "validation or test files only" : "split files and " + unnamed + ", of no split",
+         "give the files to train on as a glob: {data} '" + (path / "NAME-*.parquet").string() + "'");
+  for (int k = 0; k < 3; ++k)
+    if (!prefix[k].empty()) f.glob[k] = (path / (prefix[k] + "*.parquet")).string();
+  return f;
+}
+
 }  // namespace
 
 std::string view_crc_problem(const Archive& a, std::size_t entry, std::span<const std::uint8_t> bytes) {
@@ -186,13 +231,17 @@ std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const 
   ao.root = options.root;
   ao.cache_decompressed = options.cache_decompressed;
   ao.decompressed_max_bytes = options.decompressed_max_bytes;
-  d->archive = Archive::open(path, ao);
+  const bool val = options.split == SplitFolder::validation;
+  d->split_files = options.root.empty() ? find_split_files(path) : std::nullopt;
+  std::filesystem::path read = path;
+  // Their rows are named by file name, as the folder's are: no split folder prefixes them.
+  if (const auto& files = d->split_files) read = files->glob[!val ? 0 : !files->validation.empty() ? 1 : 2];
+  d->archive = Archive::open(read, ao);
   // Found in the data as given: a CSV at its top labels the files of its split folders too.
   d->csv_labels = CsvLabels::open(*d->archive, path, options);
   d->class_names = read_class_names(*d->archive, path, options);
-  if (options.root.empty())
+  if (options.root.empty() && !d->split_files)
     if (const auto splits = find_split_folders(*d->archive)) {
-      const bool val = options.split == SplitFolder::validation;
       const std::string& chosen = !val                          ? splits->train
                                   : !splits->validation.empty() ? splits->validation
                                                                 : splits->test;
@@ -228,6 +277,7 @@ const DatasetOptions& Dataset::options() const { return shared_->options; }
 const std::filesystem::path& Dataset::path() const { return shared_->path; }
 const std::string& Dataset::split_folder() const { return shared_->split_folder; }
 const std::string& Dataset::validation_folder() const { return shared_->validation_folder; }
+const std::optional<SplitFiles>& Dataset::split_files() const { return shared_->split_files; }
 
 std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const {
   for (auto& i : indices) {
@@ -276,10 +326,11 @@ void Dataset::record_bad(std::size_t i, const std::string& why) const {
   const std::string reason = "undecodable";
   const std::uint64_t n = shared_->bad.counts[reason]++;
   if (n == 0) shared_->bad.examples[reason] = why.empty() ? name(i) : why;
-  // Said, not only counted: a run that stays under --max-bad-fraction still names what it skipped.
+  // Said, not only counted: a run that stays under --max-bad-fraction still names what it skipped;
+  // a warning, so that it reaches stderr under --json too (where notes are quiet).
   constexpr std::uint64_t kShown = 3;
   if (n < kShown)
-    note("skipping " + (why.empty() ? name(i) : why) + " (counted against {max_bad_fraction}" +
+    warn("skipping " + (why.empty() ? name(i) : why) + " (counted against {max_bad_fraction}" +
          (n + 1 == kShown ? "; further bad samples are counted without a line each)" : ")"));
 }
 

@@ -46,6 +46,7 @@ struct DatasetShared {
   std::unique_ptr<CsvLabels> csv_labels;        // --labels, read before the split folder was chosen
   std::optional<ClassNames> class_names;        // --class-names
   std::string split_folder, validation_folder;  // Dataset::split_folder()
+  std::optional<SplitFiles> split_files;        // Dataset::split_files()
 
   mutable std::mutex bad_mu;
   mutable SkipReport bad;

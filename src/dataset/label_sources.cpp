@@ -251,6 +251,39 @@ std::map<long long, std::string> parse_class_names(std::string_view text, const 
   return names;
 }
 
+std::string tag_lists_seen(const std::vector<std::string>& labels) {
+  for (const char sep : {' ', ',', ';', '|'}) {
+    std::set<std::string> tags;
+    std::size_t lists = 0, most = 0;
+    const std::string* example = nullptr;
+    for (const std::string& label : labels) {
+      std::size_t n = 0;
+      for (std::size_t at = 0; at <= label.size();) {
+        std::size_t end = label.find(sep, at);
+        if (end == std::string::npos) end = label.size();
+        std::string_view tag = std::string_view(label).substr(at, end - at);
+        while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
+        while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
+        if (!tag.empty()) {
+          tags.emplace(tag);
+          ++n;
+        }
+        at = end + 1;
+      }
+      if (n >= 2) ++lists;
+      if (n > most) {
+        most = n;
+        example = &label;
+      }
+    }
+    if (example && most >= 2 && 2 * lists >= labels.size() && 2 * tags.size() <= labels.size())
+      return "'" + example->substr(0, 80) + "' looks like " + std::to_string(most) + " tags: " + std::to_string(lists) +
+             " of " + std::to_string(labels.size()) + " distinct labels are lists separated by '" +
+             std::string(1, sep) + "', of " + std::to_string(tags.size()) + " distinct tags";
+  }
+  return "";
+}
+
 }  // namespace detail
 
 namespace {
@@ -380,6 +413,9 @@ std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesyst
   });
   if (!l->table_) l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, ',', o.label_columns);
   l->table_->finish();
+  if (const std::string tags = o.labels_are_classes ? "" : detail::tag_lists_seen(l->table_->labels()); !tags.empty())
+    fail(ErrorKind::usage, f.where, "one class per label (multi-label training is not built yet)", tags,
+         "if each whole label is one class, add {labels_are_classes}");
   return l;
 }
 

@@ -89,6 +89,14 @@ class CsvLabelTable {
   std::unordered_map<std::string, std::uint32_t> label_index_;
 };
 
+// Labels that look like tag lists (Kaggle's planet: "clear agriculture primary road"), which read as
+// classes would train one class per combination of tags. The rule, for one separator of ' ', ',',
+// ';', '|': at least half of the distinct labels hold 2 or more tags, and there are at most half
+// as many distinct tags as distinct labels (class names of several words, "golden retriever",
+// have about as many distinct words as names, or more). Returns what was seen ("'clear primary
+// road' looks like 3 tags: ..."), "" when the labels do not look like tag lists.
+std::string tag_lists_seen(const std::vector<std::string>& labels);
+
 // ',' or '\t': by the file name (.tsv, .tab), else by its first line (tabs and no comma: TSV).
 char csv_delimiter(std::string_view file_name, std::string_view first_bytes);
 

@@ -1,5 +1,6 @@
 #include "frugal/dataset/train_val.h"
 
+#include <cmath>
 #include <tuple>
 
 #include "frugal/util/error.h"
@@ -31,39 +32,61 @@ TrainVal open_train_val(const TrainValOptions& o) {
     fail(ErrorKind::invalid, o.data, "images of at least 2 classes to train a classifier", found,
          "add images of other classes (one folder per class, labels.csv or a label pattern)");
   }
-  // A top level of train/ val/ test/: trained on train/, validated on the validation folder unless
-  // --val names other data; the split names are never classes.
-  const bool val_folder = o.val.empty() && !all->validation_folder().empty();
-  if (!all->split_folder().empty())
+  // A top level of train/ val/ test/ (or parquet files named train-*, validation-*, test-*):
+  // trained on train, validated on the validation split unless --val names other data; the split
+  // names are never classes, test is never trained on.
+  const auto& files = all->split_files();
+  const bool val_folder = o.val.empty() && (files ? !files->validation.empty() : !all->validation_folder().empty());
+  const std::string val_where = files ? files->glob[1] : o.data + ":" + all->validation_folder();
+  if (files)
+    note(o.data + ": parquet files named by split: training on " + files->train +
+         (val_folder ? "; validating on " + files->validation : std::string()) +
+         (files->test.empty() ? std::string() : "; not read: " + files->test));
+  else if (!all->split_folder().empty())
     note(o.data + ": its top level is split folders: training on " + all->split_folder() +
          (val_folder ? ", validating on " + all->validation_folder() : std::string()));
+  out.decided["train"] = files ? files->train : o.data + (all->split_folder().empty() ? "" : ":" + all->split_folder());
   if (val_folder) {
     d.channels = all->channels();
     data_options.channels = d.channels;
     data_options.split = SplitFolder::validation;
     out.train = all;
     out.val = Dataset::open(o.data, data_options);
-    say_used(o.data + ":" + all->validation_folder(), *out.val);
+    say_used(val_where, *out.val);
     out.val_skipped = out.val->skipped().counts;
+    out.decided["validation"] = files ? files->validation : val_where;
     if (out.val->classes() != out.classes)
-      fail(ErrorKind::invalid, o.data + ":" + all->validation_folder(), "the classes of " + all->split_folder(),
+      fail(ErrorKind::invalid, val_where, "the classes of " + (files ? files->train : all->split_folder()),
            count_of(out.val->classes().size(), "class", "classes") + ", not all matching",
-           "make the two folders hold the same classes, or give {val}");
+           "make the two splits hold the same classes, or give {val}");
   } else if (!o.val.empty()) {
     d.channels = all->channels();
     out.train = all;
     out.val = Dataset::open(o.val, d);
     say_used(o.val, *out.val);
     out.val_skipped = out.val->skipped().counts;
+    out.decided["validation"] = o.val;
     if (out.val->classes() != out.classes)
       fail(ErrorKind::invalid, o.val, "the same classes as " + o.data,
            count_of(out.val->classes().size(), "class", "classes") + ", not all matching",
            "give a validation archive with the same class names");
   } else {
-    double f = o.val_split > 0 ? o.val_split : 0.05;
+    // --val-split 0 holds out nothing: no validation, said (best.safetensors is then the newest).
+    const double f = o.val_split.value_or(0.05);
     std::tie(out.train, out.val) = all->split_val(f);
-    if (o.val_split <= 0) note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
+    out.decided["val_split"] = f;
+    out.decided["validation"] = f > 0 ? nlohmann::json(out.decided["train"].get<std::string>() + " (a stable " +
+                                                       std::to_string(std::lround(f * 100)) + "%)")
+                                      : nlohmann::json(nullptr);
+    if (!o.val_split)
+      note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
+    else if (f == 0)
+      note("no validation ({val_split} 0): no validation figures, and best.safetensors is the newest checkpoint");
   }
+  if (!o.dataset.labels.empty())
+    out.decided["labels"] =
+        o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
+                                                         : ": each label one class (no label looked like a tag list)");
   if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
   return out;
 }

@@ -31,6 +31,7 @@ nlohmann::json outcome_json(const SessionOutcome& o, int exit_code, const std::s
       {"val_images", o.val_images},
       {"skipped", o.skipped},
       {"val_skipped", o.val_skipped},
+      {"data", o.data},
   };
   return j;
 }

@@ -55,6 +55,11 @@ void TrainLog::epoch(std::int64_t epoch, std::int64_t epochs, const EvalResult& 
   if (quiet_) return;
   if (bar_open_) std::fputc('\n', stderr);
   bar_open_ = false;
+  if (e.samples == 0) {  // --val-split 0
+    std::fprintf(stderr, "epoch %lld/%lld: no validation, %.0f img/s\n", static_cast<long long>(epoch) + 1,
+                 static_cast<long long>(epochs), images_per_second());
+    return;
+  }
   std::fprintf(stderr, "epoch %lld/%lld: val loss %.4f, val accuracy %.2f%% (%lld images), %.0f img/s\n",
                static_cast<long long>(epoch) + 1, static_cast<long long>(epochs), e.loss, 100.0 * e.accuracy,
                static_cast<long long>(e.samples), images_per_second());

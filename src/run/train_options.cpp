@@ -96,12 +96,15 @@ std::vector<Row> make_rows() {
   add({"val", nullptr, "validation archive", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return text_value(c.val, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.val; }});
-  add({"val_split", nullptr, "fraction of --data held out for validation (stable); default 0.05", Kind::value, true,
-       false,
+  add({"val_split", nullptr, "fraction of --data held out for validation (stable); default 0.05; 0: none", Kind::value,
+       true, false,
        [](TrainConfig& c, const std::string& t) {
-         return real(c.val_split, t, 0, 1, true, "a fraction from 0 up to (not including) 1; 0: the default 0.05");
+         double v = 0;
+         std::string refused = real(v, t, 0, 1, true, "a fraction from 0 (no validation) up to (not including) 1");
+         if (refused.empty()) c.val_split = v;
+         return refused;
        },
-       [](const TrainConfig& c) -> nlohmann::json { return c.val_split; }});
+       [](const TrainConfig& c) -> nlohmann::json { return c.val_split.value_or(0.0); }});
   add({"label_pattern", nullptr,
        "RE2 regex with one capture group, the class: searched for in the file name, else in the path inside the "
        "data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg, '^([^/]+)/' for the top folder)",
@@ -121,6 +124,11 @@ std::vector<Row> make_rows() {
        "match with or without their extension",
        Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.images_dir, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.images_dir; }});
+  add({"labels_are_classes", nullptr,
+       "each whole --labels label is one class, even when the labels look like tag lists (which are refused: "
+       "multi-label training is not built yet)",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.labels_are_classes, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.labels_are_classes; }});
   add({"class_names", nullptr,
        "names of integer classes, inside the data or beside it: a JSON map {\"0\": \"name\", ...}, a JSON list, or "
        "one name a line",

@@ -121,6 +121,7 @@ class Session {
   bool should_stop(bool eval_due);
   void start_time_budget();
   void update_plan(bool after_eval);
+  void replan_for_new_budget();
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
   void write_config();
 
@@ -135,6 +136,7 @@ class Session {
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
   std::map<std::string, std::uint64_t> skipped_, val_skipped_;  // files left out, by reason (the outcome)
+  nlohmann::json data_decided_;  // which files train and validate (TrainVal::decided): config.json, the outcome
   ModelInfo info_;
   torch::Device device_{torch::kCPU};
   AmpMode amp_ = AmpMode::off;
@@ -196,6 +198,7 @@ void Session::open_data() {
   d.label_columns = c_.label_columns;
   d.images_dir = c_.images_dir;
   d.class_names = c_.class_names;
+  d.labels_are_classes = c_.labels_are_classes;
   d.max_pixels = static_cast<std::uint64_t>(c_.max_pixels);
   if (c_.max_file_bytes) d.max_file_bytes = c_.max_file_bytes.bytes;
   d.max_bad_fraction = c_.max_bad_fraction;
@@ -216,6 +219,7 @@ void Session::open_data() {
   classes_ = std::move(data.classes);
   skipped_ = std::move(data.skipped);
   val_skipped_ = std::move(data.val_skipped);
+  data_decided_ = std::move(data.decided);
 }
 
 // --decode, once the device is known: `gpu` needs a CUDA device (else a usage error naming the
@@ -716,8 +720,10 @@ SessionOutcome Session::outcome(SessionOutcome::Status status, std::int64_t resu
   o.classes = classes_.size();
   o.train_images = train_ ? train_->size() : 0;
   o.val_images = val_ ? val_->size() : 0;
-  o.skipped = skipped_;
-  o.val_skipped = val_skipped_;
+  // The skips found opening the data, and the images the loaders could not decode since.
+  o.skipped = train_ ? train_->skipped().counts : skipped_;
+  o.val_skipped = val_ && !data_decided_.contains("val_split") ? val_->skipped().counts : val_skipped_;
+  o.data = data_decided_;
   const fs::path best = run_dir_ / kBestFile;
   std::error_code ec;
   if (rank0() && fs::is_regular_file(fs::symlink_status(best, ec))) {
@@ -974,12 +980,18 @@ void Session::end_of_epoch(std::int64_t epoch) {
   }
   const double step_comm = group_->comm_seconds() - comm_at_epoch_start_;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
-  auto t0 = env_.steady_now();
-  const Collective::Evaluation how = group_->for_evaluation(*model_, *val_loader_, eval_options_);
-  EvalResult e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
-  double secs = seconds_since(t0, env_.steady_now());
-  stop_->eval_took(secs);
-  last_val_accuracy_ = e.accuracy;
+  // --val-split 0: nothing to validate on, so no validation figures (best.safetensors: the newest).
+  const bool validating = val_->size() > 0;
+  EvalResult e;
+  double secs = 0;
+  if (validating) {
+    auto t0 = env_.steady_now();
+    const Collective::Evaluation how = group_->for_evaluation(*model_, *val_loader_, eval_options_);
+    e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
+    secs = seconds_since(t0, env_.steady_now());
+    stop_->eval_took(secs);
+    last_val_accuracy_ = e.accuracy;
+  }
   epochs_done_ = epoch + 1;
   nlohmann::json per = e.to_json(classes_)["per_class"];
   // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
@@ -996,6 +1008,8 @@ void Session::end_of_epoch(std::int64_t epoch) {
                    {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()},
                    {"eval_seconds", secs}};
+  if (!validating)
+    for (const char* key : {"val_loss", "val_accuracy", "val_samples", "per_class"}) last_metrics_.erase(key);
   if (group_->grouped()) {
     // The share of the epoch's steps spent in collectives (waiting for the slowest rank included).
     last_metrics_["world_size"] = world();
@@ -1006,7 +1020,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
   if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) last_metrics_["pipeline"] = figures;
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
-  if (rank0() && may_write(128, "the TensorBoard events")) {
+  if (validating && rank0() && may_write(128, "the TensorBoard events")) {
     log_scalar("val/loss", e.loss);
     log_scalar("val/accuracy", e.accuracy);
   }
@@ -1041,11 +1055,29 @@ void Session::start_time_budget() {
     } catch (const Error& e) {  // metadata of a file the user may not have written: name it
       throw Error(e.kind(), (run_dir_ / resume_file_).string() + ": " + e.what());
     }
-    if (time_budget_->planned())
+    if (time_budget_->planned() && time_budget_->saved_budget() != o.budget)
+      replan_for_new_budget();
+    else if (time_budget_->planned())
       note("time budget: continuing the plan (revision " + std::to_string(time_budget_->schedule().revision) +
            "): " + time_budget_->summary(global_batch()));
   }
   total_steps_ = time_budget_->total_steps();
+}
+
+// A resume with another time budget re-plans before its first step, so that the plan said is the
+// one trained. A finished run is not continued to a larger budget (its schedule has annealed):
+// refused rather than "done" with the budget unused.
+void Session::replan_for_new_budget() {
+  const std::int64_t planned = time_budget_->total_steps();
+  if (global_step_ >= planned && static_cast<double>(c_.time_budget.seconds.count()) > time_budget_->saved_budget())
+    fail(ErrorKind::usage, (run_dir_ / resume_file_).string(),
+         "a run with steps left in its plan to continue to a larger time budget",
+         "a finished run: it ended its schedule at step " + std::to_string(global_step_) + " of its " +
+             format_duration(std::chrono::seconds(std::llround(time_budget_->saved_budget()))) + " budget (" +
+             c_.time_budget.text + " given now)",
+         "continuing a finished run is not supported yet: add {fresh} to train this run anew for " +
+             c_.time_budget.text + ", or give the budget it had to keep it as it is");
+  update_plan(false);
 }
 
 // Plans once the first steps are timed, re-plans when the budget or the speed changed (see
@@ -1083,6 +1115,7 @@ void Session::write_config() {
                      {"mean", info_.mean},
                      {"std", info_.std}};
   j["resolved"] = {{"device", device_.str()}, {"amp", to_string(amp_)}, {"micro_batch", step_options_.micro_batch}};
+  j["data"] = data_decided_;
   const std::string text = j.dump(2) + "\n";
   write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
 }

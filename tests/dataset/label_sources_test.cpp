@@ -316,3 +316,37 @@ TEST(LabelPattern, SearchesTheNameThenThePathInsideTheData) {
   o.label_pattern = R"(^([a-z]+)/[a-z]+\.\d+\.jpg$)";  // the folder of train/cat.0.jpg
   EXPECT_EQ(Dataset::open(d->zip, o)->classes(), (std::vector<std::string>{"train"}));
 }
+
+// Issue 42 case 3: Kaggle planet's tags ("clear agriculture primary road") trained one class per
+// combination of tags, exit 0. Tag lists are told from class names of several words by how many
+// distinct words there are against distinct labels.
+TEST(TagLists, PlanetsTagsAreSeenAndSaid) {
+  const std::vector<std::string> planet = {"clear primary",
+                                           "haze primary",
+                                           "clear agriculture primary road",
+                                           "clear primary water",
+                                           "haze",
+                                           "clear agriculture primary",
+                                           "cloudy",
+                                           "haze primary road",
+                                           "clear primary road",
+                                           "partly_cloudy primary",
+                                           "clear agriculture primary water",
+                                           "haze agriculture primary",
+                                           "partly_cloudy primary road",
+                                           "clear road",
+                                           "haze primary water",
+                                           "partly_cloudy"};
+  EXPECT_EQ(detail::tag_lists_seen(planet),
+            "'clear agriculture primary road' looks like 4 tags: 13 of 16 distinct labels are lists separated by "
+            "' ', of 8 distinct tags");
+  EXPECT_NE(detail::tag_lists_seen({"a|b", "b|c", "a|c", "a|b|c", "c", "b"}), "");
+  EXPECT_NE(detail::tag_lists_seen({"x;y", "y; z", "x; z", "x;y;z"}), "");
+}
+
+TEST(TagLists, ClassNamesOfSeveralWordsAreNoTags) {
+  EXPECT_EQ(detail::tag_lists_seen({"golden retriever", "german shepherd", "great dane", "pug"}), "");
+  EXPECT_EQ(detail::tag_lists_seen({"Black footed Albatross", "Laysan Albatross", "Sooty Albatross"}), "");
+  EXPECT_EQ(detail::tag_lists_seen({"cat", "dog"}), "");
+  EXPECT_EQ(detail::tag_lists_seen({}), "");
+}

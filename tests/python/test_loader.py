@@ -66,6 +66,15 @@ def test_train_and_val_subsets_are_disjoint_and_stable(index_zip):
     assert ids("val") == val and 10 <= len(val) <= 50
 
 
+def test_val_split_0_holds_out_nothing(index_zip):
+    # Issue 42: val_split=0.0 was taken for "unset" and held out 5% all the same.
+    def size(subset, **kw):
+        loader = frugal.Loader(index_zip, batch_size=10, image_size=24, subset=subset, train=False, **kw)
+        return sum(len(sample_ids(x)) for x, _ in loader)
+    assert size("train", val_split=0.0) == 120 and size("val", val_split=0.0) == 0
+    assert 0 < size("val") < 20 and size("train") + size("val") == 120  # unset: a stable 5%
+
+
 def test_ranks_each_read_their_share_once_per_epoch(index_zip):
     seen = []
     for rank in range(2):

@@ -59,7 +59,10 @@ int cmd_eval(int argc, char** argv) {
   d.channels = loaded.info.channels;
   d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
   auto dataset = Dataset::open(data, d);
-  if (!dataset->split_folder().empty())
+  if (const auto& files = dataset->split_files())
+    note("note: " + data + ": parquet files named by split: evaluating on " +
+         (files->validation.empty() ? files->test : files->validation));
+  else if (!dataset->split_folder().empty())
     note("note: " + data + ": its top level is split folders: evaluating on " + dataset->split_folder());
   use_data_classes(loaded, dataset->classes(), data);
   // The data may hold a subset of the model's classes (said in a note); a class the model does not

@@ -152,6 +152,8 @@ class TimeBudget {
   }
   std::int64_t total_steps() const { return schedule_.total_steps; }
   bool planned() const { return planned_; }
+  // The budget (seconds) the resumed checkpoint's plan was made for; -1 when not resumed.
+  double saved_budget() const { return saved_budget_; }
   const Schedule& schedule() const { return schedule_; }
   RunCosts costs() const;
 

@@ -47,6 +47,9 @@ struct DatasetOptions {
   // the data its ids are relative to ("" the CSV's), and a file naming integer classes (a JSON
   // map or list, or a name a line; also for labels.csv, class folders and .npy labels).
   std::string labels, label_columns, images_dir, class_names;
+  // --labels values that look like tag lists ("clear primary road") are refused (multi-label
+  // training is not built yet) unless this says each whole value is one class.
+  bool labels_are_classes = false;
   std::uint64_t max_pixels = 89478485;  // larger images count as bad
   // Files (images, .npy files) larger than this are skipped at open and counted, by the size the
   // archive lists, never read (read_limit.h; an array of samples read in place is exempt).
@@ -84,6 +87,14 @@ struct IoGroups {
   bool empty() const { return group.empty(); }
 };
 
+// A folder of parquet files named by split, as a Hugging Face dataset's data/ folder holds them
+// (train-00000-of-00001.parquet, validation-*, test-*): each split's file names, ", "-separated
+// ("" when absent), and the glob that reads it (DIR/train-*.parquet; "" when absent).
+struct SplitFiles {
+  std::string train, validation, test;
+  std::string glob[3];  // train, validation, test
+};
+
 struct DatasetShared;  // archive, entries and labels; shared by subsets
 
 class Dataset {
@@ -102,6 +113,9 @@ class Dataset {
   // validation folder beside it ("" when there is none). Both "" on other data.
   const std::string& split_folder() const;
   const std::string& validation_folder() const;
+  // On a folder of parquet files named by split: which files each split is (split_folder() and
+  // validation_folder() are then "": the rows are named by their file, as in the whole folder).
+  const std::optional<SplitFiles>& split_files() const;
 
   std::shared_ptr<Dataset> subset(std::vector<std::size_t> indices) const;
   // {train, val}: a sample is in val when a hash of its entry name falls below `fraction`, so the

@@ -5,17 +5,22 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "frugal/dataset/dataset.h"
 
 namespace frugal {
 
 struct TrainValOptions {
-  std::string data;        // DATA as data_source.h reads it
-  std::string val;         // a validation DATA of its own; "" for none
-  double val_split = 0;    // the stable fraction of DATA validated on; 0: 5% (said in a note)
+  std::string data;  // DATA as data_source.h reads it
+  std::string val;   // a validation DATA of its own; "" for none
+  // The stable fraction of DATA validated on; unset: 5% (said in a note); 0: no validation (an
+  // empty `val`).
+  std::optional<double> val_split;
   std::string data_root;   // a folder inside DATA only ({data_root}; --val names its own folder)
   DatasetOptions dataset;  // labels, channels, ... for both
 };
@@ -24,6 +29,10 @@ struct TrainVal {
   std::shared_ptr<Dataset> train, val;
   std::vector<std::string> classes;                           // train's, which val's equal
   std::map<std::string, std::uint64_t> skipped, val_skipped;  // files left out, by reason
+  // What was decided that the user did not say, as config.json's and train --json's "data" record
+  // it: {"train": what was trained on, "validation": what was validated on (null: nothing),
+  // "val_split": the fraction of the training data held out (absent when validation is its own)}.
+  nlohmann::json decided = nlohmann::json::object();
 };
 
 // Opens DATA and notes (stderr) what was used and skipped. Validation comes from, in this order:

@@ -80,9 +80,12 @@ struct TrainConfig {
   std::string data_root;  // a folder inside --data ({data_root})
   // Labels from a CSV/TSV and names of integer classes (DatasetOptions' fields of the same names)
   std::string labels, label_columns, images_dir, class_names;
+  bool labels_are_classes = false;  // --labels values that look like tag lists taken whole (DatasetOptions')
   bool cache_decompressed = false;  // a compressed tar decompressed once (ArchiveOptions)
   std::vector<std::string> freeze;
-  double val_split = 0.0;  // 0 without --val: 5% of the training data (stable split)
+  // The stable fraction of --data validated on; unset: 5% (said); 0: none, no validation at all.
+  // config.json records unset as 0.0, as version 1 did (the resolved split is under "data").
+  std::optional<double> val_split;
   std::int64_t max_pixels = 89478485;
   SizeOption max_file_bytes;  // unset: kDefaultMaxFileBytes (DatasetOptions::max_file_bytes)
   double max_bad_fraction = 0.01;
@@ -190,13 +193,17 @@ struct SessionOutcome {
   std::uint64_t train_images = 0, val_images = 0;
   // Files of --data (and of --val when it names other data) left out, by reason (dataset.h's SkipReport).
   std::map<std::string, std::uint64_t> skipped, val_skipped;
+  // What frugal decided that the user did not say: which files trained and validated, the
+  // fraction held out (TrainVal::decided; config.json's "data").
+  nlohmann::json data = nlohmann::json::object();
 };
 
 // `train --json`'s one document (CLI.md): {"exit_code", "run", "status" ("done" | "stopped"),
 // "stop_reason", "epochs", "steps", "resumable_step", "val_accuracy", "val_loss" (the final
 // validation; null when none ran), "best_checkpoint", "best_val_accuracy", "best_val_loss",
 // "best_epoch", "classes", "train_images", "val_images", "skipped" {reason: count},
-// "val_skipped"}. (A run that fails prints {"exit_code", "run", "status": "failed", "error"} instead.)
+// "val_skipped", "data" {"train", "validation", "val_split", "labels"}). (A run that fails prints
+// {"exit_code", "run", "status": "failed", "error"} instead.)
 nlohmann::json outcome_json(const SessionOutcome& outcome, int exit_code, const std::string& run);
 
 // The model names of the zoo (models/models.h builds them): cnn, resnet18, resnet50, efficientnet_b0.
