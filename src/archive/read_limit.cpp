@@ -47,7 +47,10 @@ void read_entry_capped(const Archive& a, std::size_t i, std::vector<std::uint8_t
 std::vector<std::uint8_t> read_entry_head(const Archive& a, std::size_t i, std::size_t n) {
   const ZipEntry& e = a.entries().at(i);
   const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(n, e.size));
-  if (auto v = a.stored_view(i)) return std::vector<std::uint8_t>(v->begin(), v->begin() + std::min(want, v->size()));
+  if (auto v = a.stored_view(i)) {
+    const auto head = v->first(std::min(want, v->size()));
+    return std::vector<std::uint8_t>(head.begin(), head.end());
+  }
   std::vector<std::uint8_t> head;
   head.reserve(want);
   try {
