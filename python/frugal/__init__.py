@@ -131,6 +131,10 @@ class Loader:
         self._epoch = 0
         self._position = 0
         self._in_flight = None  # the previous batch's host tensors and its copy's event (CUDA)
+        # The thread whose passes are under way and how many (one thread may hold two iterators);
+        # another thread's pass is refused: two threads waiting on one loader's batches hung.
+        self._iterating = threading.Lock()
+        self._owner, self._passes = None, 0
 
     @property
     def classes(self):
@@ -175,19 +179,53 @@ class Loader:
         self._epoch, self._position = int(epoch), 0
 
     def __iter__(self):
+        self._begin_pass()
+        try:
+            yield from self._pass()
+        finally:
+            self._end_pass()
+
+    def _begin_pass(self):
+        me = threading.current_thread()
+        with self._iterating:
+            if self._owner is not None and self._owner is not me:
+                raise _error("usage", f"frugal.Loader: expected one thread iterating it at a time, found thread "
+                             f"{me.name!r} starting a pass while thread {self._owner.name!r} is in one; iterate "
+                             "it from one thread (let the other's loop end, or close() its iterator, first), or "
+                             "give each thread a Loader of its own")
+            self._owner, self._passes = me, self._passes + 1
+
+    def _end_pass(self):
+        with self._iterating:
+            self._passes -= 1
+            if self._passes == 0:
+                self._owner = None
+
+    def _pass(self):
         epoch = self._epoch
         self._core.start(epoch, self._position)
-        batch = self._core.next()
+        batch = self._next()
         if batch is None and self._position > 0:  # left at the end of an epoch: the next one
             epoch, self._epoch, self._position = epoch + 1, epoch + 1, 0
             self._core.start(epoch, 0)
-            batch = self._core.next()
+            batch = self._next()
         while batch is not None:
             images, labels, _, position = batch
             self._position = position
             yield self._deliver(images, labels)
-            batch = self._core.next()
+            batch = self._next()
         self._epoch, self._position = epoch + 1, 0
+
+    def _next(self):
+        """The next batch, on the thread whose pass it is (an iterator handed to another thread
+        while its pass is under way is refused as a second thread's pass is)."""
+        me = threading.current_thread()
+        with self._iterating:
+            if self._owner is not me:
+                raise _error("usage", f"frugal.Loader: expected one thread iterating it at a time, found thread "
+                             f"{me.name!r} continuing a pass of thread {self._owner.name!r}; iterate it from one "
+                             "thread, or give each thread a Loader of its own")
+        return self._core.next()
 
     def _deliver(self, images, labels):
         if self.device.type == "cuda":
@@ -284,7 +322,7 @@ def _decode(obj, tensors, depth=0):
         if "__tensor__" in obj:
             return tensors[obj["__tensor__"]]
         if "__ndarray__" in obj:
-            return tensors[obj["__ndarray__"]].numpy().astype(obj["dtype"])
+            return tensors.ndarray(obj["__ndarray__"], obj.get("dtype"))
         if "__tuple__" in obj:
             _expect(isinstance(obj["__tuple__"], list), "a list in __tuple__")
             return tuple(_decode(v, tensors, depth + 1) for v in obj["__tuple__"])
@@ -292,6 +330,39 @@ def _decode(obj, tensors, depth=0):
             _expect(isinstance(obj["__dict__"], list), "a list of [key, value] in __dict__")
             return {_decode(k, tensors, depth + 1): _decode(v, tensors, depth + 1) for k, v in obj["__dict__"]}
     return obj
+
+
+#: The dtypes of the NumPy arrays a state holds (a RandomState's key, a scheduler's numbers): each
+#: stored as the tensor of its own dtype, uint32 as int64 (_Flat.encode). Unicode, object, void and
+#: structured dtypes are no state's: "U50000000" would make each element 200 MB before it is checked.
+_NDARRAY_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                   "float16", "float32", "float64", "complex64", "complex128")
+
+
+class _Tensors:
+    """A checkpoint's tensors by name, for _decode: each NumPy array is made from one tensor of its own
+    dtype (never more bytes than the file holds), and each tensor becomes at most one array, so that a
+    python.state naming one tensor a million times is refused, not a million copies."""
+
+    def __init__(self, tensors):
+        self._tensors = tensors
+        self._arrays = set()
+
+    def __getitem__(self, name):
+        return self._tensors[name]
+
+    def ndarray(self, name, dtype):
+        import numpy as np
+        _expect(isinstance(dtype, str) and dtype in _NDARRAY_DTYPES, f"a NumPy dtype of {', '.join(_NDARRAY_DTYPES)}")
+        _expect(isinstance(name, str) and name not in self._arrays, "each array's tensor named once")
+        t = self._tensors[name]
+        stored = "int64" if dtype == "uint32" else dtype
+        _expect(str(t.dtype) == f"torch.{stored}", f"the tensor {name} of {stored} for an array of {dtype}")
+        self._arrays.add(name)
+        a = t.numpy()
+        if dtype == "uint32":
+            _expect(a.size == 0 or (a.min() >= 0 and a.max() < 2**32), f"uint32 values in {name}")
+        return a.astype(dtype)
 
 
 def _param_names(optimizer, model):
@@ -398,14 +469,21 @@ def _set_rng_state(states):
         np.random.set_state(states["numpy"])
 
 
-def _checkpoint_part(file, part, fn, *args):
+def _checkpoint_part(file, part, fn, *args, decoding=False):
     """fn(*args), its failure frugal.Error(invalid) naming the checkpoint: the checksum covers the
     tensors, not the JSON beside them, so a damaged or crafted python.state or loader position is
-    found here. Running out of memory is no fault of the file and stays as it is."""
+    found here. Decoding allocates no more than the file holds (_Tensors), so any failure of it,
+    MemoryError included, is the file's; applying the decoded state (load_state_dict) running out of
+    memory is no fault of the file and stays as it is."""
     try:
         return fn(*args)
     except (MemoryError, torch.cuda.OutOfMemoryError):
-        raise
+        if not decoding:
+            raise
+        e = sys.exc_info()[1]
+        raise _error("invalid", f"{file}: expected the training state that frugal.Checkpointer.save wrote, found "
+                     f"{part} that will not load ({type(e).__name__} while decoding it); remove that file to resume "
+                     "from the checkpoint before it") from e
     except Exception as e:
         why = f"{type(e).__name__}: {e}"
         if len(why) > 200:
@@ -422,7 +500,7 @@ class _Resume:
     def __init__(self, found, optimizer, scheduler, scaler, loader):
         self.file = found["file"]
         self.steps = []  # (part, how it is applied, its state) in the order they are applied
-        tensors = found["state"]
+        tensors = _Tensors(found["state"])
         py_state = self._part("python.state", _decode_python_state, found["extra"].get("python.state", b"{}"))
         if optimizer is not None and "optimizer" in py_state:
             self._add("python.state's optimizer state", optimizer.load_state_dict,
@@ -438,8 +516,8 @@ class _Resume:
         if "rng" in py_state:
             self._add("python.state's random states", _set_rng_state, _decode_rng, py_state["rng"], tensors)
 
-    def _part(self, part, fn, *args):
-        return _checkpoint_part(self.file, part, fn, *args)
+    def _part(self, part, fn, *args, decoding=True):
+        return _checkpoint_part(self.file, part, fn, *args, decoding=decoding)
 
     def _add(self, part, apply, decode, *args):
         state = self._part(part, decode, *args)
@@ -448,7 +526,7 @@ class _Resume:
 
     def apply(self):
         for part, apply, state in self.steps:
-            self._part(part, apply, state)
+            self._part(part, apply, state, decoding=False)
 
 
 def _state_bytes_estimate(model, optimizer):

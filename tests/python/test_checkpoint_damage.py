@@ -158,6 +158,68 @@ def test_a_state_nested_past_the_depth_limit_is_invalid_not_a_recursion_error(sa
         sys.setrecursionlimit(limit)
 
 
+def numpy_key(state):
+    """The __ndarray__ of NumPy's random state (its 624-word key, stored as an int64 tensor)."""
+    return state["rng"]["numpy"]["__tuple__"][1]
+
+
+def test_an_array_of_a_dtype_no_state_holds_is_invalid_before_it_is_made(saved, data):
+    """Issue 47: "dtype": "U2000000" made 624 strings of 8 MB (6.5 GB over 27 s) before set_state
+    refused them; "U50000000" let MemoryError escape. Only numeric and bool dtypes are a state's, and
+    an array is made only from a tensor of its own dtype, so nothing is allocated for such a state."""
+    import resource
+    run, file, header, payload = saved
+    state = json.loads(header["__metadata__"]["python.state"])
+    assert numpy_key(state)["dtype"] == "uint32", numpy_key(state)
+    for dtype in ("U2000000", "U50000000", "S100000000", "O", "V8", "<U8", "[('a', '<i8')]", "datetime64[s]",
+                  "int32", "float64", 7, None):
+        damaged = json.loads(json.dumps(state))
+        numpy_key(damaged)["dtype"] = dtype
+        write_metadata(file, header, payload, {"python.state": json.dumps(damaged)})
+        model, opt, sched, scaler = training()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+        with frugal.Checkpointer(run, signals=False) as ckpt:
+            with pytest.raises(frugal.Error) as e:
+                ckpt.restore(model, opt, sched, scaler, loader_of(data))
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+        assert_invalid_naming(e.value, file)
+        assert "dtype" in str(e.value) or "tensor" in str(e.value), str(e.value)
+        assert grown < 100 * 1024, f"dtype {dtype!r}: the peak memory grew {grown // 1024} MiB before the refusal"
+        assert not opt.state, "the optimizer was loaded from a refused state"
+
+
+def test_one_tensor_made_into_many_arrays_is_invalid(saved, data):
+    """Each array is made from a tensor of its own; a python.state naming one tensor again and again
+    (each a copy) could otherwise ask for its size times the references."""
+    run, file, header, payload = saved
+    state = json.loads(header["__metadata__"]["python.state"])
+    state["scheduler"] = [numpy_key(state)] * 1000
+    write_metadata(file, header, payload, {"python.state": json.dumps(state)})
+    model, opt, sched, scaler = training()
+    with frugal.Checkpointer(run, signals=False) as ckpt:
+        with pytest.raises(frugal.Error) as e:
+            ckpt.restore(model, opt, sched, scaler, loader_of(data))
+    assert_invalid_naming(e.value, file)
+    assert "named once" in str(e.value), str(e.value)
+
+
+def test_running_out_of_memory_while_decoding_is_invalid_naming_the_file(saved, data, monkeypatch):
+    """Whatever decoding a state raises, MemoryError too, is the documented error: the file named,
+    remove it to resume from the one before (a MemoryError escaped restore() before)."""
+    run, file, header, payload = saved
+
+    def no_memory(text):
+        raise MemoryError()
+
+    monkeypatch.setattr(frugal, "_loads_bounded", no_memory)
+    model, opt, sched, scaler = training()
+    with frugal.Checkpointer(run, signals=False) as ckpt:
+        with pytest.raises(frugal.Error) as e:
+            ckpt.restore(model, opt, sched, scaler, loader_of(data))
+    assert_invalid_naming(e.value, file)
+    assert "MemoryError" in str(e.value), str(e.value)
+
+
 def test_a_damaged_loader_position_is_invalid(saved, data):
     run, file, header, payload = saved
     for loader_state in ({"position": 3}, {"epoch": -1, "position": 0}):
