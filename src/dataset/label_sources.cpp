@@ -170,6 +170,7 @@ void CsvLabelTable::row(const std::vector<std::string>& fields, std::size_t line
          std::to_string(fields.size()), "fix the file");
   const std::string& label = fields[label_column_];
   if (label.empty()) return;
+  check_class_name_length(label, at);
   const std::string id = normalize_relative(fields[id_column_]);
   if (id.empty())
     fail(ErrorKind::invalid, at, "an id naming a file inside the data (no \"..\", not absolute)",
@@ -196,40 +197,55 @@ char csv_delimiter(std::string_view file_name, std::string_view first_bytes) {
   return line.find('\t') != std::string_view::npos && line.find(',') == std::string_view::npos ? '\t' : ',';
 }
 
+namespace {
+
+// The names of a JSON object of class numbers to names, or of a list of names: strings, and only
+// strings, so that nothing deep is built or freed (json_nesting looks before parsing).
+void parse_class_names_json(std::string_view text, const std::string& where,
+                            const std::function<void(long long, std::string, const std::string&)>& add) {
+  const char* shape = "a JSON object of class numbers to names ({\"0\": \"cat\", ...}) or a list of names";
+  if (const std::size_t most = json_nesting(text); most > 1)
+    fail(ErrorKind::invalid, where, std::string(shape) + "; a class name must be a string",
+         "a list or an object where a name goes (JSON nested " + std::to_string(most) + " levels deep)",
+         "write each name as a string, e.g. {\"0\": \"cat\"}");
+  const nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !(j.is_object() || j.is_array()))
+    fail(ErrorKind::invalid, where, shape, "other text", "fix the file");
+  long long i = 0;
+  for (const auto& [key, value] : j.items()) {
+    long long label = i++;
+    if (j.is_object()) {
+      const auto r = std::from_chars(key.data(), key.data() + key.size(), label);
+      if (r.ec != std::errc() || r.ptr != key.data() + key.size() || label < 0)
+        fail(ErrorKind::invalid, where, "class numbers as keys (\"0\", \"1\", ...)", shown(key), "fix the file");
+    }
+    const std::string at = where + " (class " + std::to_string(label) + ")";
+    if (!value.is_string())
+      fail(ErrorKind::invalid, at, "a class name, which must be a string (\"0\": \"cat\")",
+           std::string(value.type_name()) + " " + value.dump().substr(0, 40), "write the name in quotes");
+    add(label, value.get<std::string>(), at);
+  }
+}
+
+}  // namespace
+
 std::map<long long, std::string> parse_class_names(std::string_view text, const std::string& where) {
   if (text.size() > kMaxClassNamesBytes)
     fail(ErrorKind::invalid, where, "a class names file of at most " + format_size(kMaxClassNamesBytes),
          format_size(text.size()), "");
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::map<long long, std::string> names;
-  auto add = [&](long long label, std::string name) {
-    if (name.empty() || name.size() > 4096)
-      fail(ErrorKind::invalid, where, "a name of 1 to 4096 bytes for class " + std::to_string(label),
-           name.empty() ? "an empty one" : "a longer one", "");
+  // `at`: where the name is, "FILE:LINE" or "FILE (class N)".
+  auto add = [&](long long label, std::string name, const std::string& at) {
+    if (name.empty()) fail(ErrorKind::invalid, at, "a name for class " + std::to_string(label), "an empty one", "");
+    check_class_name_length(name, at);
     if (!names.emplace(label, std::move(name)).second)
       fail(ErrorKind::invalid, where, "one name per class", "two for class " + std::to_string(label), "fix the file");
   };
   const std::string_view body = trim_blanks(text.substr(0, std::min<std::size_t>(text.size(), 64)));
   const char first = body.empty() ? '\0' : body.front();
   if (first == '{' || first == '[') {
-    // Names only: a map or list of strings, never deeper, so nothing deep is built or freed.
-    const std::size_t most = json_nesting(text);
-    const nlohmann::json j =
-        most > 1 ? nlohmann::json() : nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-    const char* shape = "a JSON object of class numbers to names ({\"0\": \"cat\", ...}) or a list of names";
-    if (j.is_discarded() || !(j.is_object() || j.is_array()))
-      fail(ErrorKind::invalid, where, shape, most > 1 ? "JSON nested deeper" : "other text", "fix the file");
-    long long i = 0;
-    for (const auto& [key, value] : j.items()) {
-      long long label = i++;
-      if (j.is_object()) {
-        const auto r = std::from_chars(key.data(), key.data() + key.size(), label);
-        if (r.ec != std::errc() || r.ptr != key.data() + key.size() || label < 0)
-          fail(ErrorKind::invalid, where, "class numbers as keys (\"0\", \"1\", ...)", shown(key), "fix the file");
-      }
-      if (!value.is_string()) fail(ErrorKind::invalid, where, "names as strings", value.type_name(), "fix the file");
-      add(label, value.get<std::string>());
-    }
+    parse_class_names_json(text, where, add);
   } else {
     long long i = 0;
     while (!text.empty()) {
@@ -238,7 +254,8 @@ std::map<long long, std::string> parse_class_names(std::string_view text, const 
       text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (text.empty() && line.empty()) break;  // the newline ending the last line
-      add(i++, std::string(line));
+      const long long label = i++;
+      add(label, std::string(line), where + ":" + std::to_string(label + 1));
     }
   }
   std::map<std::string, long long> seen;

@@ -21,6 +21,12 @@ bool is_header_label(std::string_view v) {
 
 }  // namespace
 
+void check_class_name_length(std::string_view name, const std::string& where) {
+  if (name.size() <= kMaxClassNameBytes) return;
+  fail(ErrorKind::invalid, where, "a class name of at most " + std::to_string(kMaxClassNameBytes) + " bytes",
+       "one of " + std::to_string(name.size()) + " bytes", "shorten it in the file");
+}
+
 void LabelsCsvParser::too_long() const {
   fail(ErrorKind::invalid, where_ + ":" + std::to_string(line_no_ + 1),
        "lines of at most " + format_size(kMaxLabelsLine) + " (a path inside the archive, a comma, a label)",
@@ -75,6 +81,7 @@ void LabelsCsvParser::line(std::string_view line) {
     return;
   }
   first_ = false;
+  check_class_name_length(label, at);
   const std::string key = normalize_relative(path);
   if (key.empty())
     fail(ErrorKind::invalid, at, "a path inside the archive", "\"" + std::string(path.substr(0, 200)) + "\"",

@@ -15,6 +15,12 @@ namespace frugal::detail {
 inline constexpr std::size_t kMaxLabelsLine = std::size_t{80} << 10;
 // The largest labels.csv read: a million 250-byte lines. Its table is what stays in memory.
 inline constexpr std::uint64_t kMaxLabelsCsvBytes = std::uint64_t{256} << 20;
+// The longest class name, whatever its source (labels.csv, {labels} CSVs, {class_names}): a class
+// name is a column header of a submission and a line of every table frugal prints.
+inline constexpr std::size_t kMaxClassNameBytes = 4096;
+
+// Error(invalid) naming `where` ("FILE:LINE") when `name` is longer than kMaxClassNameBytes.
+void check_class_name_length(std::string_view name, const std::string& where);
 
 // Reads labels.csv as it arrives, in pieces of any size (Archive::read_to's), so memory is one
 // line plus the table however the file is shaped: a line past kMaxLabelsLine, or a file past
