@@ -196,10 +196,14 @@ TEST(LabelSources, ClassNamesAsJsonMapJsonListOrOneNameALine) {
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("none for class 2"), std::string::npos);
   o.class_names = "twice.txt";
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("one name per class"), std::string::npos);
-  o.class_names = "deep.json";
-  EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("JSON nested deeper"), std::string::npos);
+  o.class_names = "deep.json";  // said for what it is (issue 47: it was "JSON nested deeper")
+  EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("a class name must be a string, found a list or an object"),
+            std::string::npos);
   o.class_names = "number.json";
-  EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("names as strings"), std::string::npos);
+  EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); })
+                .find("number.json (class 1): expected a class name, which must be a string (\"0\": \"cat\"), "
+                      "found number 1"),
+            std::string::npos);
   o.class_names = "again.json";  // "1" and "01" name one class
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("two for class 1"), std::string::npos);
   o.class_names = "absent.json";
