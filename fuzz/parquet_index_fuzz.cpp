@@ -3,10 +3,10 @@
 // (the shape); never crash, hang or allocate beyond what the footer's row count allows.
 //
 // Input: one byte choosing the footer's shape (with or without a label column, two row-group
-// layouts), then a cache file without its last 8 bytes: the target appends the right xxh3, since
-// whoever writes a hostile cache can compute it too (the raw input is parsed as well, checksum and
-// all). Then the rows the input's bytes describe go through the cache's bytes and back, and again
-// with one byte changed (checksum made right). Seeds in fuzz/corpus/parquet_index/ are genuine
+// layouts), then a cache file without its last 32 bytes: the target appends the right HMAC-SHA256
+// under the fixed key below, so that the parser is tried against the key's owner too (the raw
+// input is parsed as well, MAC and all). Then the rows the input's bytes describe go through the
+// cache's bytes and back, and again with one byte changed (MAC made right). Seeds in fuzz/corpus/parquet_index/ are genuine
 // caches for the fixed identity below (scripts/fuzz.sh).
 #include <cstddef>
 #include <cstdint>
@@ -35,9 +35,15 @@ frugal::ParquetShape shape_of(std::uint8_t choice) {
   return s;
 }
 
+frugal::CacheKey fuzz_key() {
+  frugal::CacheKey key;
+  for (std::size_t i = 0; i < key.bytes.size(); ++i) key.bytes[i] = static_cast<unsigned char>(i);
+  return key;
+}
+
 std::string with_checksum(std::string bytes) {
-  const std::uint64_t sum = frugal::xxh3_64(bytes.data(), bytes.size());
-  for (int k = 0; k < 8; ++k) bytes += static_cast<char>((sum >> (8 * k)) & 0xff);
+  const auto mac = frugal::cache_mac(fuzz_key(), bytes);
+  if (mac) bytes.append(reinterpret_cast<const char*>(mac->data()), mac->size());
   return bytes;
 }
 
@@ -70,18 +76,19 @@ void check_round_trip(const std::uint8_t* data, std::size_t size, const frugal::
       index.labels.push_back(l & 1 ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int8_t>(l)));
     }
   }
-  std::string bytes = frugal::parquet_cache_bytes(id, shape, index);
-  const auto back = frugal::parse_parquet_cache(bytes, id, shape);
+  std::string bytes = frugal::parquet_cache_bytes(id, shape, index, fuzz_key());
+  const auto back = frugal::parse_parquet_cache(bytes, id, shape, fuzz_key());
   if (!back || back->labels != index.labels || back->rows.size() != index.rows.size()) __builtin_trap();
   for (std::size_t i = 0; i < index.rows.size(); ++i)
     if (back->rows[i].image != index.rows[i].image || back->rows[i].format != index.rows[i].format ||
         back->rows[i].size != index.rows[i].size)
       __builtin_trap();
   if (size < 4) return;
-  const std::size_t at = (static_cast<std::size_t>(data[size - 1]) << 8 | data[size - 2]) % (bytes.size() - 8);
+  constexpr std::size_t kMac = frugal::kCacheMacBytes;
+  const std::size_t at = (static_cast<std::size_t>(data[size - 1]) << 8 | data[size - 2]) % (bytes.size() - kMac);
   bytes[at] = static_cast<char>(bytes[at] ^ (data[size - 3] | 1));
-  bytes = with_checksum(bytes.substr(0, bytes.size() - 8));
-  if (const auto changed = frugal::parse_parquet_cache(bytes, id, shape)) check_plausible(*changed, shape);
+  bytes = with_checksum(bytes.substr(0, bytes.size() - kMac));
+  if (const auto changed = frugal::parse_parquet_cache(bytes, id, shape, fuzz_key())) check_plausible(*changed, shape);
 }
 
 }  // namespace
@@ -91,8 +98,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const frugal::ParquetShape shape = shape_of(data[0]);
   const frugal::ParquetCacheIdentity id = identity();
   const std::string raw(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (const auto index = frugal::parse_parquet_cache(raw, id, shape)) check_plausible(*index, shape);
-  if (const auto index = frugal::parse_parquet_cache(with_checksum(raw), id, shape)) check_plausible(*index, shape);
+  if (const auto index = frugal::parse_parquet_cache(raw, id, shape, fuzz_key())) check_plausible(*index, shape);
+  if (const auto index = frugal::parse_parquet_cache(with_checksum(raw), id, shape, fuzz_key()))
+    check_plausible(*index, shape);
   check_round_trip(data + 1, size - 1, shape);
   return 0;
 }

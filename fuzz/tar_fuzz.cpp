@@ -1,7 +1,8 @@
 // libFuzzer target for the tar reader: any input must index and read, or fail with frugal::Error;
 // never crash, hang, leak or allocate beyond what the input's size allows (ASan/UBSan in the fuzz
 // build, scripts/fuzz.sh). What indexes also goes through the WebDataset grouping, and its index
-// through the cache's bytes and back, then with one byte changed (checksum made right again).
+// through the cache's bytes and back, then with one byte changed (its MAC made right again under
+// the fixed key below: the parser must hold even against the key's owner).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,12 @@
 
 namespace {
 
+frugal::CacheKey fuzz_key() {
+  frugal::CacheKey key;
+  for (std::size_t i = 0; i < key.bytes.size(); ++i) key.bytes[i] = static_cast<unsigned char>(i);
+  return key;
+}
+
 void check_cache_round_trip(const frugal::ByteSource& src, const std::uint8_t* data, std::size_t size) {
   std::vector<frugal::TarRecord> records;
   try {
@@ -27,21 +34,24 @@ void check_cache_round_trip(const frugal::ByteSource& src, const std::uint8_t* d
   frugal::TarCacheIdentity id;
   id.files.push_back({"/fuzz.tar", src.size(), 1, 2, 3});
   id.end = src.size();
-  std::string bytes = frugal::tar_cache_bytes(id, records, 0);
-  const auto back = frugal::parse_tar_cache(bytes, id, src, 0);
+  const frugal::CacheKey key = fuzz_key();
+  std::string bytes = frugal::tar_cache_bytes(id, records, 0, key);
+  const auto back = frugal::parse_tar_cache(bytes, id, src, 0, key);
   if (!back || back->size() != records.size()) __builtin_trap();
   for (std::size_t i = 0; i < records.size(); ++i)
     if ((*back)[i].name != records[i].name || (*back)[i].data_offset != records[i].data_offset ||
         (*back)[i].size != records[i].size || (*back)[i].kind != records[i].kind)
       __builtin_trap();
-  if (size < 4 || bytes.size() <= 8) return;
-  // One byte of the cache changed where the input's last bytes say, the checksum made right: the
+  constexpr std::size_t kMac = frugal::kCacheMacBytes;
+  if (size < 4 || bytes.size() <= kMac) return;
+  // One byte of the cache changed where the input's last bytes say, the MAC made right: the
   // parser must refuse it or return records that lie inside the tar.
-  const std::size_t at = (static_cast<std::size_t>(data[size - 1]) << 8 | data[size - 2]) % (bytes.size() - 8);
+  const std::size_t at = (static_cast<std::size_t>(data[size - 1]) << 8 | data[size - 2]) % (bytes.size() - kMac);
   bytes[at] = static_cast<char>(bytes[at] ^ (data[size - 3] | 1));
-  const std::uint64_t sum = frugal::xxh3_64(bytes.data(), bytes.size() - 8);
-  for (int k = 0; k < 8; ++k) bytes[bytes.size() - 8 + k] = static_cast<char>((sum >> (8 * k)) & 0xff);
-  if (const auto changed = frugal::parse_tar_cache(bytes, id, src, 0))
+  const auto mac = frugal::cache_mac(key, std::string_view(bytes).substr(0, bytes.size() - kMac));
+  if (!mac) return;
+  bytes.replace(bytes.size() - kMac, kMac, reinterpret_cast<const char*>(mac->data()), kMac);
+  if (const auto changed = frugal::parse_tar_cache(bytes, id, src, 0, key))
     for (const auto& r : *changed)
       if (r.data_offset > src.size() || r.size > src.size() - r.data_offset) __builtin_trap();
 }

@@ -219,6 +219,9 @@ fs::path default_index_cache_dir() {
 
 DataSpec parse_data_spec(const std::string& text) {
   if (exists(text)) return {text, ""};
+  // "a.tar::b.tar" joins shard patterns (is_shard_pattern), also when a.tar exists: never "a.tar"
+  // with an entry ":b.tar" inside it.
+  if (text.find("::") != std::string::npos) return {text, ""};
   for (std::size_t colon = text.rfind(':'); colon != std::string::npos && colon > 0;
        colon = text.rfind(':', colon - 1)) {
     const std::string base = text.substr(0, colon);

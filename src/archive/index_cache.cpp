@@ -1,6 +1,8 @@
 #include "archive/index_cache.h"
 
+#include <openssl/crypto.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
+#include "frugal/util/progress.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
@@ -51,6 +54,7 @@ std::optional<SourceIdentity> source_identity(const ByteSource& src, std::uint64
 fs::path cache_file_path(const fs::path& dir, const std::string& folder, const SourceIdentity& id,
                          const std::string& extension) {
   std::string key;
+  put_le(key, ::geteuid(), 4);
   for (const auto& f : id.files) key += f.path + '\0';
   put_le(key, id.begin);
   put_le(key, id.end);
@@ -99,30 +103,61 @@ std::string_view LeReader::bytes(std::uint64_t n) {
   return v;
 }
 
-std::string frame_cache(const CacheMagic& magic, std::uint32_t version, std::string_view body) {
+std::string frame_cache(const CacheMagic& magic, std::uint32_t version, std::string_view body, const CacheKey& key) {
   std::string s(magic, sizeof(CacheMagic));
   put_le(s, version, 4);
   s += body;
-  put_le(s, xxh3_64(s.data(), s.size()));
+  const std::optional<CacheMac> mac = cache_mac(key, s);
+  if (!mac) fail(ErrorKind::io, "OpenSSL", "an HMAC-SHA256 of the index", "an error", "");
+  s.append(reinterpret_cast<const char*>(mac->data()), mac->size());
   return s;
 }
 
-std::optional<std::string_view> unframe_cache(std::string_view data, const CacheMagic& magic, std::uint32_t version) {
-  constexpr std::size_t kHead = sizeof(CacheMagic) + 4, kSum = 8;
-  if (data.size() < kHead + kSum || std::memcmp(data.data(), magic, sizeof(CacheMagic)) != 0) return std::nullopt;
-  LeReader sum{data.substr(data.size() - kSum)};
-  if (sum.get() != xxh3_64(data.data(), data.size() - kSum)) return std::nullopt;
+std::optional<std::string_view> unframe_cache(std::string_view data, const CacheMagic& magic, std::uint32_t version,
+                                              const CacheKey& key, bool* forged) {
+  constexpr std::size_t kHead = sizeof(CacheMagic) + 4;
+  if (forged) *forged = false;
+  if (data.size() < kHead + kCacheMacBytes || std::memcmp(data.data(), magic, sizeof(CacheMagic)) != 0)
+    return std::nullopt;
   LeReader head{data.substr(sizeof(CacheMagic), 4)};
-  if (head.get(4) != version) return std::nullopt;
-  return data.substr(kHead, data.size() - kHead - kSum);
+  if (head.get(4) != version) return std::nullopt;  // another frugal's: replaced without a word
+  const std::optional<CacheMac> mac = cache_mac(key, data.substr(0, data.size() - kCacheMacBytes));
+  // CRYPTO_memcmp: the time taken says nothing of how many bytes of a forged MAC were right.
+  if (!mac || CRYPTO_memcmp(mac->data(), data.data() + data.size() - kCacheMacBytes, kCacheMacBytes) != 0) {
+    if (forged) *forged = true;
+    return std::nullopt;
+  }
+  return data.substr(kHead, data.size() - kHead - kCacheMacBytes);
 }
 
 std::optional<std::string> read_cache_file(const fs::path& file, std::uint64_t max_bytes) {
+  UniqueFd fd;
+  struct stat st {};
   try {
-    return read_regular_at_most(file, max_bytes, Links::refuse);
+    fd = open_regular(file, Links::refuse);
+    if (::fstat(fd.get(), &st) != 0) return std::nullopt;
   } catch (const Error&) {
     return std::nullopt;  // absent, or not a regular file: indexed again, and replaced
   }
+  if (st.st_uid != ::geteuid()) {
+    note(file.string() + ": a cache written by another user (uid " + std::to_string(st.st_uid) +
+         ") is never trusted; indexed again from the data, and the cache replaced");
+    return std::nullopt;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) return std::nullopt;
+  std::string out(static_cast<std::size_t>(st.st_size), '\0');
+  try {
+    pread_full(fd.get(), out.data(), out.size(), 0, file.string());
+  } catch (const Error&) {
+    return std::nullopt;  // shorter than fstat said, or unreadable
+  }
+  return out;
+}
+
+void note_forged_cache(const fs::path& file) {
+  note(file.string() +
+       ": its checksum is not one made with your cache key (damaged, made with another key, or written by someone "
+       "else); not used: indexed again from the data, and the cache replaced");
 }
 
 void write_cache_file(const fs::path& file, std::string_view bytes) {

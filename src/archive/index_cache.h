@@ -5,7 +5,10 @@
 //
 // A cache file is never trusted: one made from other bytes, damaged, cut short or written by
 // someone hostile must read as absent (nullopt), so that the caller indexes its source again and
-// replaces the file. Nothing here throws on a cache file's content.
+// replaces the file. Nothing here throws on a cache file's content. The folder may be writable by
+// others (a shared or network cache): a file is read only when the current user owns it, and used
+// only when its HMAC-SHA256 under the user's key (cache_key.h) is right, so that nobody else can
+// plant an index that renames classes or flips labels.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "archive/cache_key.h"
 #include "frugal/archive/archive.h"
 
 namespace frugal {
@@ -42,7 +46,8 @@ struct SourceIdentity {
 std::optional<SourceIdentity> source_identity(const ByteSource& src, std::uint64_t base, std::uint64_t begin,
                                               std::uint64_t end);
 
-// <dir>/<folder>/<16 hex digits: xxh3 of the paths and range>-<first file's name><extension>
+// <dir>/<folder>/<16 hex digits: xxh3 of the user id, the paths and the range>-<first file's
+// name><extension>: users sharing a folder keep a file each.
 std::filesystem::path cache_file_path(const std::filesystem::path& dir, const std::string& folder,
                                       const SourceIdentity& id, const std::string& extension);
 
@@ -60,15 +65,23 @@ struct LeReader {
   std::size_t left() const { return s.size() - at; }
 };
 
-// Every cache file is `magic (16 bytes) | u32 version | body | u64 xxh3 of all bytes before it`.
+// Every cache file is `magic (16 bytes) | u32 version | body | HMAC-SHA256 of all bytes before it`
+// (32 bytes, under `key`). Throws Error(io) when OpenSSL cannot compute it.
 using CacheMagic = char[16];
-std::string frame_cache(const CacheMagic& magic, std::uint32_t version, std::string_view body);
-// The body of a framed file: nullopt unless the magic, the checksum and the version are right.
-std::optional<std::string_view> unframe_cache(std::string_view data, const CacheMagic& magic, std::uint32_t version);
+inline constexpr std::size_t kCacheMacBytes = 32;
+std::string frame_cache(const CacheMagic& magic, std::uint32_t version, std::string_view body, const CacheKey& key);
+// The body of a framed file: nullopt unless the magic, the version and the MAC are right; `forged`
+// (when given) is set when only the MAC is wrong: damaged, made with another key, or planted.
+std::optional<std::string_view> unframe_cache(std::string_view data, const CacheMagic& magic, std::uint32_t version,
+                                              const CacheKey& key, bool* forged = nullptr);
 
-// The file's bytes when it is a regular file (no link) of at most max_bytes; nullopt when absent,
-// larger, or unreadable (a cache that cannot be read is indexed again, and replaced).
+// The file's bytes when it is a regular file (no link) of at most max_bytes that the current user
+// owns; nullopt when absent, larger, unreadable (a cache that cannot be read is indexed again, and
+// replaced), or another user's (never trusted: a note says so).
 std::optional<std::string> read_cache_file(const std::filesystem::path& file, std::uint64_t max_bytes);
+
+// The note for a cache file whose MAC is wrong (unframe_cache's `forged`): it is not used.
+void note_forged_cache(const std::filesystem::path& file);
 
 // Writes `bytes` crash-safely (temporary, fsync, rename), making the folder; throws Error on
 // failure (the caller notes it and goes on without the cache).

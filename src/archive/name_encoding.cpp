@@ -3,6 +3,7 @@
 #include <iconv.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
 #include "frugal/archive/name_encoding.h"
 
 namespace frugal {
@@ -90,6 +92,12 @@ NameDecoder::~NameDecoder() {
 }
 
 bool NameDecoder::decode(std::string_view raw, bool flagged_utf8, std::string& utf8) {
+  // A NUL (a PAX path or zip name may hold one) would end every message that names the entry, a
+  // C string there: shown escaped ("a\x00b.png"), bytes that are not UTF-8 too; never read.
+  if (raw.find('\0') != std::string_view::npos) {
+    utf8 = printable(raw);
+    return false;
+  }
   if (is_valid_utf8(raw)) {
     utf8.assign(raw);
     return true;
@@ -260,6 +268,24 @@ std::vector<std::string> guess_name_encodings(const std::vector<std::string>& ra
   for (const auto& [name, s] : scored)
     if (s == best) out.push_back(name);
   return out;
+}
+
+}  // namespace frugal
+
+namespace frugal {
+
+bool is_unsafe_name(std::string_view name) {
+  if (name.find('\0') != std::string_view::npos) return true;
+  if (!name.empty() && (name.front() == '/' || name.front() == '\\')) return true;
+  if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0]))) return true;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find_first_of("/\\", start);
+    if (end == std::string_view::npos) end = name.size();
+    if (name.substr(start, end - start) == "..") return true;
+    start = end + 1;
+  }
+  return false;
 }
 
 }  // namespace frugal

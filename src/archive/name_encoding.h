@@ -21,7 +21,8 @@ class NameDecoder {
   NameDecoder(const NameDecoder&) = delete;
   NameDecoder& operator=(const NameDecoder&) = delete;
 
-  // Sets `utf8` to the name to show; returns false when it is not the bytes as stored.
+  // Sets `utf8` to the name to show; returns false when it is not the bytes as stored. A name
+  // holding a NUL byte is shown escaped (printable(): "a\x00b.png"), whatever its encoding.
   bool decode(std::string_view raw, bool flagged_utf8, std::string& utf8);
 
  private:

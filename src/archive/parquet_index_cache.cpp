@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr CacheMagic kMagic = {'F', 'R', 'U', 'G', 'A', 'L', '-', 'P', 'Q', '-', 'I', 'D', 'X', '\n', '\0', '\0'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 1: an unkeyed xxh3 checksum
 static_assert(static_cast<int>(ImageFormat::jpeg2000) == 11,
               "rows store ImageFormat's values (docs/formats.md): another order or format is a new kVersion");
 constexpr std::uint64_t kFooterBytes = 64 << 10;
@@ -136,8 +136,8 @@ fs::path parquet_cache_file(const fs::path& dir, const ParquetCacheIdentity& id)
   return cache_file_path(dir, "parquet-index", id.source, ".pqindex");
 }
 
-std::string parquet_cache_bytes(const ParquetCacheIdentity& id, const ParquetShape& shape,
-                                const ParquetRowIndex& index) {
+std::string parquet_cache_bytes(const ParquetCacheIdentity& id, const ParquetShape& shape, const ParquetRowIndex& index,
+                                const CacheKey& key) {
   std::string s;
   put_identity(s, id.source);
   put_le(s, id.footer_xxh3);
@@ -157,12 +157,12 @@ std::string parquet_cache_bytes(const ParquetCacheIdentity& id, const ParquetSha
     put_le(s, l ? 1 : 0, 1);
     put_le(s, l ? static_cast<std::uint64_t>(*l) : 0);
   }
-  return frame_cache(kMagic, kVersion, s);
+  return frame_cache(kMagic, kVersion, s, key);
 }
 
 std::optional<ParquetRowIndex> parse_parquet_cache(std::string_view data, const ParquetCacheIdentity& id,
-                                                   const ParquetShape& shape) {
-  const std::optional<std::string_view> body = unframe_cache(data, kMagic, kVersion);
+                                                   const ParquetShape& shape, const CacheKey& key, bool* forged) {
+  const std::optional<std::string_view> body = unframe_cache(data, kMagic, kVersion, key, forged);
   if (!body) return std::nullopt;
   LeReader in{*body};
   std::string expected;
@@ -193,15 +193,21 @@ std::optional<ParquetRowIndex> load_parquet_cache(const fs::path& file, const Pa
   std::string identity;
   put_identity(identity, id.source);
   // A genuine cache is exactly this long: nothing larger is read.
-  const std::uint64_t bound = sizeof(CacheMagic) + 4 + identity.size() + body_after_identity(shape) + 8;
+  const std::uint64_t bound = sizeof(CacheMagic) + 4 + identity.size() + body_after_identity(shape) + kCacheMacBytes;
+  const std::optional<CacheKey> key = user_cache_key();
+  if (!key) return std::nullopt;
   const std::optional<std::string> data = read_cache_file(file, bound);
   if (!data) return std::nullopt;
-  return parse_parquet_cache(*data, id, shape);
+  bool forged = false;
+  auto index = parse_parquet_cache(*data, id, shape, *key, &forged);
+  if (forged) note_forged_cache(file);
+  return index;
 }
 
 void save_parquet_cache(const fs::path& file, const ParquetCacheIdentity& id, const ParquetShape& shape,
                         const ParquetRowIndex& index) {
-  write_cache_file(file, parquet_cache_bytes(id, shape, index));
+  if (const std::optional<CacheKey> key = user_cache_key())
+    write_cache_file(file, parquet_cache_bytes(id, shape, index, *key));
 }
 
 }  // namespace frugal

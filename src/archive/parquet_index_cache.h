@@ -54,19 +54,23 @@ std::optional<ParquetCacheIdentity> parquet_cache_identity(const ByteSource& src
 // <dir>/parquet-index/<hash of the paths and range>-<first file's name>.pqindex
 std::filesystem::path parquet_cache_file(const std::filesystem::path& dir, const ParquetCacheIdentity& id);
 
-// The rows saved for `id`; nullopt when there is no cache file, or it was made from other bytes,
-// is damaged, or disagrees with `shape` (columns, row groups, rows).
+// The rows saved for `id`; nullopt when there is no cache file, or no key (user_cache_key()), or
+// the file is another user's, was made from other bytes or with another key, is damaged, or
+// disagrees with `shape` (columns, row groups, rows).
 std::optional<ParquetRowIndex> load_parquet_cache(const std::filesystem::path& file, const ParquetCacheIdentity& id,
                                                   const ParquetShape& shape);
 
-// The cache file's bytes, and the rows back from such bytes (nullopt as load_parquet_cache says):
-// what load and save use, apart from the file (the fuzz target's seam).
-std::string parquet_cache_bytes(const ParquetCacheIdentity& id, const ParquetShape& shape,
-                                const ParquetRowIndex& index);
+// The cache file's bytes under `key`, and the rows back from such bytes (nullopt as
+// load_parquet_cache says; `forged` as unframe_cache() sets it): what load and save use, apart from
+// the file and the user's key (the fuzz target's seam).
+std::string parquet_cache_bytes(const ParquetCacheIdentity& id, const ParquetShape& shape, const ParquetRowIndex& index,
+                                const CacheKey& key);
 std::optional<ParquetRowIndex> parse_parquet_cache(std::string_view bytes, const ParquetCacheIdentity& id,
-                                                   const ParquetShape& shape);
+                                                   const ParquetShape& shape, const CacheKey& key,
+                                                   bool* forged = nullptr);
 
-// Writes the rows crash-safely; throws Error on failure (the caller notes it and goes on).
+// Writes the rows crash-safely under the user's key (nothing without one); throws Error on failure
+// (the caller notes it and goes on).
 void save_parquet_cache(const std::filesystem::path& file, const ParquetCacheIdentity& id, const ParquetShape& shape,
                         const ParquetRowIndex& index);
 

@@ -7,6 +7,7 @@
 #include "archive/name_encoding.h"
 #include "archive/tar_format.h"
 #include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
 
 namespace frugal {
 
@@ -67,7 +68,7 @@ class TarParser {
       r.data_offset = data_at;
       if (!carries_data(type)) {
         if (size != 0)
-          bad(pos, "no data for " + kind_words(r.kind) + " member '" + r.name + "'",
+          bad(pos, "no data for " + kind_words(r.kind) + " member '" + printable(r.name) + "'",
               std::to_string(size) + " data bytes declared",
               "readers disagree where the next member starts; the tar is damaged or crafted: do not use it");
         r.size = 0;

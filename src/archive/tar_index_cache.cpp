@@ -10,7 +10,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr CacheMagic kMagic = {'F', 'R', 'U', 'G', 'A', 'L', '-', 'T', 'A', 'R', '-', 'I', 'D', 'X', '\n', '\0'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;  // 1: an unkeyed xxh3 checksum
 constexpr std::size_t kSpotChecks = 64;
 
 }  // namespace
@@ -24,7 +24,8 @@ fs::path tar_cache_file(const fs::path& dir, const TarCacheIdentity& id) {
   return cache_file_path(dir, "tar-index", id, ".tarindex");
 }
 
-std::string tar_cache_bytes(const TarCacheIdentity& id, const std::vector<TarRecord>& records, std::uint64_t begin) {
+std::string tar_cache_bytes(const TarCacheIdentity& id, const std::vector<TarRecord>& records, std::uint64_t begin,
+                            const CacheKey& key) {
   std::string s;
   put_identity(s, id);
   put_le(s, records.size());
@@ -37,12 +38,13 @@ std::string tar_cache_bytes(const TarCacheIdentity& id, const std::vector<TarRec
     put_le(s, r.name.size(), 4);
     s += r.name;
   }
-  return frame_cache(kMagic, kVersion, s);
+  return frame_cache(kMagic, kVersion, s, key);
 }
 
 void save_tar_cache(const fs::path& file, const TarCacheIdentity& id, const std::vector<TarRecord>& records,
                     std::uint64_t begin) {
-  write_cache_file(file, tar_cache_bytes(id, records, begin));
+  if (const std::optional<CacheKey> key = user_cache_key())
+    write_cache_file(file, tar_cache_bytes(id, records, begin, *key));
 }
 
 std::optional<std::vector<TarRecord>> load_tar_cache(const fs::path& file, const TarCacheIdentity& id,
@@ -51,15 +53,21 @@ std::optional<std::vector<TarRecord>> load_tar_cache(const fs::path& file, const
   // A record costs at least 22 bytes here and one 512-byte block in the tar; a name at most its
   // own bytes there too: a genuine cache is never larger than this.
   const std::uint64_t bound = 4096 + range + range / 512 * 32;
+  const std::optional<CacheKey> key = user_cache_key();
+  if (!key) return std::nullopt;
   const std::optional<std::string> data = read_cache_file(file, bound);
   if (!data) return std::nullopt;
-  return parse_tar_cache(*data, id, src, begin);
+  bool forged = false;
+  auto records = parse_tar_cache(*data, id, src, begin, *key, &forged);
+  if (forged) note_forged_cache(file);
+  return records;
 }
 
 std::optional<std::vector<TarRecord>> parse_tar_cache(std::string_view data, const TarCacheIdentity& id,
-                                                      const ByteSource& src, std::uint64_t begin) {
+                                                      const ByteSource& src, std::uint64_t begin, const CacheKey& key,
+                                                      bool* forged) {
   const std::uint64_t range = id.end - id.begin;
-  const std::optional<std::string_view> body = unframe_cache(data, kMagic, kVersion);
+  const std::optional<std::string_view> body = unframe_cache(data, kMagic, kVersion, key, forged);
   if (!body) return std::nullopt;
   LeReader in{*body};
   std::string expected;

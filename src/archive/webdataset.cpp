@@ -10,6 +10,7 @@
 
 #include "archive/readers.h"
 #include "frugal/archive/archive.h"
+#include "frugal/archive/name_encoding.h"
 #include "frugal/util/error.h"
 #include "frugal/util/text.h"
 
@@ -351,6 +352,8 @@ class SampleGrouper {
     if (shard_ && *shard_ != m.shard) flush();  // samples never span shards (webdataset's eof marker)
     shard_ = m.shard;
     const auto example = [&] { return where_(m.shard) + ":" + std::string(m.name); };
+    // "/tmp/x.jpg", "../x.jpg": listed, never read (docs/data.md), counted as training counts them.
+    if (is_unsafe_name(m.name)) return skip(kUnsafeNameSkip, example);
     if (!m.regular) return skip("not a file (a folder, link or device)", example);
     if (is_webdataset_meta(m.name)) return skip("metadata (__...__)", example);
     const auto kx = base_plus_ext(m.name);

@@ -203,7 +203,8 @@ struct CentralParser {
       bad(n, "a disk number below " + std::to_string(r.disk_base.size()), "disk " + std::to_string(disk));
     if (add_overflows(e.local_header_offset, r.disk_base[disk] + r.adjust, e.local_header_offset))
       bad(n, "a local header offset inside the file", "an overflowing one");
-    if (!unicode_name.empty() && is_valid_utf8(unicode_name)) {
+    // A Unicode path holding a NUL is ignored: it would cut every message naming the entry short.
+    if (!unicode_name.empty() && is_valid_utf8(unicode_name) && unicode_name.find('\0') == std::string::npos) {
       e.name = std::move(unicode_name);
       e.name_is_utf8 = is_valid_utf8(e.raw_name);
     } else {

@@ -393,6 +393,12 @@ Entries sort_entries(DatasetShared& d) {
   for (std::size_t i = 0; i < a.entries().size(); ++i) {
     const ZipEntry& e = a.entries()[i];
     if (e.is_dir) continue;
+    // "/tmp/x.jpg", "../x.jpg", links, sparse files: never read, so never a sample (nor class "tmp").
+    if (std::string why = detail::never_read_reason(e); !why.empty()) {
+      const EntryLabels* el = reader_labels(d);  // a reader's own members are its to count (WebDataset)
+      if (!el || el->sample_member.empty() || !el->sample_member[i]) count(d.open_skips, why, names[i]);
+      continue;
+    }
     std::vector<std::string> parts = split_path(names[i]);
     if (parts.empty()) continue;
     if (std::string why = junk_reason(parts); !why.empty()) {

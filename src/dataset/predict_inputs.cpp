@@ -44,8 +44,8 @@ ImageFormat sniff_file(const std::string& path) {
 // Why entry i of `a` is no image for predict, or "" when it is one to predict.
 std::string skip_reason(const Archive& a, std::size_t i, const std::vector<std::string>& parts) {
   const ZipEntry& e = a.entries()[i];
+  if (std::string why = detail::never_read_reason(e); !why.empty()) return why;
   if (std::string why = detail::junk_reason(parts); !why.empty()) return why;
-  if (e.special != SpecialMember::none) return "link, device or FIFO (never read)";
   const ImageFormat f = detail::entry_format(a, i, parts.back());
   if (std::string why = detail::format_skip_reason(e, f); !why.empty()) return why;
   if (f == ImageFormat::npy) return "a .npy array (predict reads image files)";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "frugal/archive/name_encoding.h"
 #include "frugal/util/fs.h"
 
 namespace frugal::detail {
@@ -31,6 +32,14 @@ std::string junk_reason(const std::vector<std::string>& parts) {
   if (base.rfind("._", 0) == 0) return "junk (AppleDouble ._ file)";
   if (base == ".DS_Store" || base == "Thumbs.db" || lower(base) == "desktop.ini") return "junk (" + base + ")";
   if (base[0] == '.') return "hidden";
+  return "";
+}
+
+std::string never_read_reason(const ZipEntry& e) {
+  if (is_unsafe_name(e.raw_name) || is_unsafe_name(e.name)) return kUnsafeNameSkip;
+  if (e.special == SpecialMember::sparse) return "sparse file (never read; extract it with tar)";
+  if (e.special == SpecialMember::other) return "member of a kind frugal does not read (never read)";
+  if (e.is_symlink || e.special != SpecialMember::none) return "link, device or FIFO (never read)";
   return "";
 }
 

@@ -15,6 +15,12 @@ namespace frugal::detail {
 // ("junk (__MACOSX)", "hidden", "left by an interrupted write ..."), or "" when it may be one.
 std::string junk_reason(const std::vector<std::string>& parts);
 
+// Why entry e is listed but never read (docs/data.md), or "" when it may be read: an unsafe name
+// (is_unsafe_name(), as stored or as shown: kUnsafeNameSkip), a symbolic or hard link, a device or
+// FIFO, a sparse file, or a member of a kind frugal does not know. Training and predict skip and
+// count such entries before reading a byte of them; read, they would fail as undecodable images.
+std::string never_read_reason(const ZipEntry& e);
+
 // The format of entry i: by magic bytes when it is stored (a mapped view costs nothing), else by
 // the extension of `base` (its file name), checked again when decoding.
 ImageFormat entry_format(const Archive& a, std::size_t i, const std::string& base);

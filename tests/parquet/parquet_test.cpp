@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "archive/cache_key.h"
 #include "archive/parquet_index_cache.h"
 #include "archive/readers.h"
 #include "archive/tar_fixture.h"
@@ -355,15 +356,18 @@ TEST_F(ParquetIndexCache, AHostileCacheWithARightChecksumIsIgnored) {
   const auto id = parquet_cache_identity(*src, 0);
   ASSERT_TRUE(id);
   ParquetShape shape{0, 1, std::vector<std::int64_t>(12, 100)};
-  const auto genuine = parse_parquet_cache(testing::read_all(file), *id, shape);
+  std::string why;
+  const std::optional<CacheKey> key = load_or_make_cache_key(cache_key_file(), why);  // the one opens use
+  ASSERT_TRUE(key) << why;
+  const auto genuine = parse_parquet_cache(testing::read_all(file), *id, shape, *key);
   ASSERT_TRUE(genuine);
-  ASSERT_EQ(parquet_cache_bytes(*id, shape, *genuine), testing::read_all(file));
+  ASSERT_EQ(parquet_cache_bytes(*id, shape, *genuine, *key), testing::read_all(file));
 
   auto with = [&](auto change) {
     ParquetShape s = shape;
     ParquetRowIndex index = *genuine;
     change(s, index);
-    return parquet_cache_bytes(*id, s, index);
+    return parquet_cache_bytes(*id, s, index, *key);
   };
   using Shape = ParquetShape&;
   using Index = ParquetRowIndex&;
@@ -382,12 +386,12 @@ TEST_F(ParquetIndexCache, AHostileCacheWithARightChecksumIsIgnored) {
   };
   ParquetCacheIdentity other = *id;
   other.source.files[0].mtime_ns += 1;
-  hostile.emplace_back("other stamps", parquet_cache_bytes(other, shape, *genuine));
+  hostile.emplace_back("other stamps", parquet_cache_bytes(other, shape, *genuine, *key));
   other = *id;
   other.sample_xxh3 += 1;
-  hostile.emplace_back("other sampled bytes", parquet_cache_bytes(other, shape, *genuine));
+  hostile.emplace_back("other sampled bytes", parquet_cache_bytes(other, shape, *genuine, *key));
   for (const auto& [what, bytes] : hostile) {
-    EXPECT_FALSE(parse_parquet_cache(bytes, *id, shape)) << what;
+    EXPECT_FALSE(parse_parquet_cache(bytes, *id, shape, *key)) << what;
     testing::write(file, bytes);
     const Opened again = open_with_cache(file_, cache_);
     EXPECT_EQ(again.row_groups_read, 12u) << what;

@@ -52,9 +52,11 @@
 // a cold disk, a page fault each). The index is then written, crash-safely, to a file in the
 // cache folder (ArchiveOptions::index_cache_dir, else default_index_cache_dir(); never beside the
 // data, which is often read-only, as Kaggle's /kaggle/input is), named by a hash of the tar's
-// path and range. It is used again only when it was made from the same bytes as far as the file
-// system tells: every file's size, mtime (ns), device and inode, the range read, the index's own
-// xxh3 checksum, and the header checksums of up to 64 members spread over the tar, read again.
+// path and range. It is used again only when the current user owns the file, its HMAC-SHA256
+// under the user's key is right (src/archive/cache_key.h: nobody else who can write the folder
+// can plant an index that renames classes), and it was made from the same bytes as far as the
+// file system tells: every file's size, mtime (ns), device and inode, the range read, and the
+// header checksums of up to 64 members spread over the tar, read again. `verify` never uses it.
 #pragma once
 
 #include <cstddef>
@@ -74,8 +76,8 @@ inline constexpr std::size_t kParquetIndexCacheMin = 1000;
 std::filesystem::path default_index_cache_dir();
 
 // DATA split where the file system ends: `base` is the longest prefix before a ':' that exists
-// (the whole text when it exists itself, or when no prefix does), `rest` what follows, resolved
-// against the archive by Archive::open ("" when none).
+// (the whole text when it exists itself, when it holds "::" (shard patterns joined), or when no
+// prefix does), `rest` what follows, resolved against the archive by Archive::open ("" when none).
 struct DataSpec {
   std::filesystem::path base;
   std::string rest;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace frugal {
@@ -14,5 +15,13 @@ namespace frugal {
 // in that order (without a frequency table GB2312 text also reads as Big5 or EUC-KR). Empty when
 // none decodes them all. Looks at the first 256 names.
 std::vector<std::string> guess_name_encodings(const std::vector<std::string>& raw_names);
+
+// Names that are listed but never read (docs/data.md): absolute ("/x", "\x", a drive letter as
+// in "C:x"), with a ".." part (parts split at '/' and '\'), or holding a NUL byte. `ls` and
+// `verify` name them (entry_problem()), `extract` refuses them; training, predict and the
+// WebDataset grouping skip them, counted under kUnsafeNameSkip, so that "/tmp/x.jpg" is not a
+// sample of a class "tmp".
+bool is_unsafe_name(std::string_view name);
+inline constexpr const char* kUnsafeNameSkip = "unsafe name (absolute, with '..' or a NUL byte; never read)";
 
 }  // namespace frugal
