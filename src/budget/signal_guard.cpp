@@ -14,6 +14,7 @@ constexpr int kResumableExit = 75;
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_installed{false};
 std::atomic<bool> g_session_over{false};  // a guard came and went (ignore_after_session)
+std::atomic<bool> g_resumable{false};     // a checkpoint exists (set_resumable)
 struct sigaction g_previous[std::size(kSignals)];
 
 void after_session(int sig) {
@@ -31,9 +32,15 @@ void on_signal(int sig) {
   if (!g_signal.compare_exchange_strong(expected, sig)) {
     // Second signal: the user wants out now. Every published file came from an atomic rename,
     // so stopping mid-write leaves only a temporary that the next start removes.
-    static const char msg[] = "\nfrugal: second signal, stopping now (resume with the same command)\n";
+    if (g_resumable.load()) {
+      static const char msg[] = "\nfrugal: second signal, stopping now (resume with the same command)\n";
+      [[maybe_unused]] auto r = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+      ::_exit(kResumableExit);
+    }
+    static const char msg[] =
+        "\nfrugal: second signal, stopping now; no checkpoint was saved, so nothing of this training is kept\n";
     [[maybe_unused]] auto r = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(kResumableExit);
+    ::_exit(1);
   }
   static const char msg[] =
       "\nfrugal: stopping after this step and saving a checkpoint (signal again to stop at once)\n";
@@ -46,6 +53,7 @@ SignalGuard::SignalGuard() {
   if (g_installed.exchange(true)) throw Error(ErrorKind::io, "SignalGuard: only one may be alive at a time");
   g_signal = 0;
   g_session_over = false;
+  g_resumable = false;  // until this session's watchdog finds a checkpoint
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
@@ -86,5 +94,7 @@ const char* SignalGuard::signal_name(int sig) {
 }
 
 void SignalGuard::simulate(int sig) { on_signal(sig); }
+
+void SignalGuard::set_resumable(bool resumable) { g_resumable = resumable; }
 
 }  // namespace frugal

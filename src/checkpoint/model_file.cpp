@@ -218,6 +218,7 @@ void use_data_classes(LoadedModel& loaded, const std::vector<std::string>& data_
 }
 
 LoadedModel load_model_any(const std::filesystem::path& ckpt, const ForeignModelOptions& foreign) {
+  set_allow_model_code(foreign.allow_model_code);
   if (is_foreign_weights(ckpt)) return load_foreign_model(ckpt, foreign);
   const CkptFile resolved = resolve_ckpt_file(ckpt);
   const auto& file = resolved.path;

@@ -10,11 +10,14 @@
 // checkpoint (names as the module's state_dict has them) and data parallel work on them unchanged,
 // while forward() runs the module's own code in TorchScript's interpreter. Autocast applies there
 // too: it works at the dispatcher, below the interpreter.
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <set>
@@ -194,7 +197,122 @@ bool holds_code(const std::filesystem::path& file) {
   return head.find("/code/") != std::string::npos || head.find("constants.pkl") != std::string::npos;
 }
 
+std::atomic<bool> g_allow_model_code{false};
+
+// Before torch::jit::load reads a byte of an entry: the zip directory's uncompressed sizes, summed
+// (a 1 MB file whose deflated entry unpacks to 1 GiB would otherwise be unpacked whole), and the
+// module's code searched for a __setstate__, which loading would run. A file that is no zip of
+// records is left to torch::jit::load to refuse.
+void check_before_loading(const std::filesystem::path& file) {
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
+  std::vector<std::string> records;
+  try {
+    reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(file.string());
+    records = reader->getAllRecords();
+  } catch (const std::exception&) {
+    return;
+  }
+  std::error_code ec;
+  const std::uint64_t on_disk = std::filesystem::file_size(file, ec);
+  std::uint64_t unpacked = 0;
+  for (const auto& name : records) unpacked += reader->getRecordSize(name);
+  if (unpacked > on_disk + kMaxModuleUnpackExtra)
+    fail(ErrorKind::invalid, file.string(),
+         "a TorchScript module whose entries unpack to at most its size plus " +
+             std::to_string(kMaxModuleUnpackExtra >> 20) + " MiB (torch.jit.save stores tensors uncompressed)",
+         "entries that unpack to " + std::to_string(unpacked >> 20) + " MiB from a file of " +
+             std::to_string(on_disk >> 10) + " KiB (nothing was unpacked)",
+         "save the module again with torch.jit.save, which does not compress it");
+  if (g_allow_model_code) return;
+  for (const auto& name : records) {
+    if (!name.starts_with("code/") || !name.ends_with(".py") || reader->getRecordSize(name) > (16u << 20)) continue;
+    auto [data, size] = reader->getRecord(name);
+    const std::string_view code(static_cast<const char*>(data.get()), size);
+    if (code.find("def __setstate__(") != std::string_view::npos)
+      fail(ErrorKind::invalid, file.string() + ":" + name,
+           "a TorchScript module without code that runs as it is loaded",
+           "a __setstate__ method (code that loading the module runs, before anything can check it)",
+           "load it only if you trust its author: {allow_model_code} runs code from this file");
+  }
+}
+
+// Every op a module's forward can run: its graph's, and those of each method and function it
+// calls (followed through submodules, once each) and of its hooks. The first op outside the
+// allowlist is named with the chain of calls to it, "aten::from_file in forward -> Child.helper
+// (code/__torch__.py:12)"; a call that cannot be followed (through an interface) is refused too.
+class OpCheck {
+ public:
+  // "" when every op is allowed, else where the first refused one is.
+  std::string function(const torch::jit::Function& fn, const std::string& chain) {
+    if (!seen_.insert(&fn).second) return "";
+    return block(torch::jit::toGraphFunction(fn).graph()->block(), chain);
+  }
+
+ private:
+  std::string block(const torch::jit::Block* b, const std::string& chain) {
+    namespace jit = torch::jit;
+    for (const jit::Node* node : b->nodes()) {
+      std::string found;
+      if (node->kind() == jit::prim::CallMethod || node->kind() == jit::prim::CallFunction) {
+        const auto [callee, name] = callee_of(node);
+        found =
+            callee ? function(*callee, chain + " -> " + name) : where(node, chain) + " (a call frugal cannot follow)";
+      } else if (!script_op_allowed(node->kind().toQualString())) {
+        found = where(node, chain);
+      }
+      for (const jit::Block* inner : node->blocks())
+        if (found.empty()) found = block(inner, chain);
+      if (!found.empty()) return found;
+    }
+    return "";
+  }
+
+  // A call's function and its name ("Child.helper", "reseed"), or nullptr (an interface's method).
+  static std::pair<const torch::jit::Function*, std::string> callee_of(const torch::jit::Node* node) {
+    if (node->kind() == torch::jit::prim::CallFunction) {
+      if (auto type = node->input(0)->type()->cast<c10::FunctionType>())
+        return {type->function(), type->function()->name()};
+      return {nullptr, ""};
+    }
+    const std::string name = node->s(torch::jit::attr::name);
+    auto cls = node->input(0)->type()->cast<c10::ClassType>();
+    if (!cls) return {nullptr, ""};
+    const torch::jit::Function* fn = cls->findMethod(name);
+    if (!fn) fn = cls->findForwardHook(name);
+    if (!fn) fn = cls->findForwardPreHook(name);
+    return {fn, (cls->name() ? cls->name()->name() + "." : "") + name};
+  }
+
+  static std::string where(const torch::jit::Node* node, const std::string& chain) {
+    std::string out = node->kind().toQualString() + std::string(" in ") + chain;
+    if (auto flc = node->sourceRange().file_line_col())
+      out += " (" + std::get<0>(*flc) + ":" + std::to_string(std::get<1>(*flc)) + ")";
+    return out;
+  }
+
+  std::set<const torch::jit::Function*> seen_;
+};
+
+void check_ops(const torch::jit::Module& module, const std::filesystem::path& file) {
+  std::vector<std::pair<std::string, const torch::jit::Function*>> entries;
+  if (auto forward = module.find_method("forward")) entries.emplace_back("forward", &forward->function());
+  for (const auto& m : module.named_modules()) {
+    const auto type = m.value.type();
+    const std::string owner = m.name.empty() ? "the module" : "\"" + m.name + "\"";
+    for (auto* hook : type->getForwardPreHooks()) entries.emplace_back(owner + "'s pre-hook " + hook->name(), hook);
+    for (auto* hook : type->getForwardHooks()) entries.emplace_back(owner + "'s hook " + hook->name(), hook);
+  }
+  OpCheck check;
+  for (const auto& [method, fn] : entries)
+    if (std::string found = check.function(*fn, method); !found.empty())
+      fail(ErrorKind::invalid, file.string(),
+           "a TorchScript module of side-effect-free tensor ops (docs/models.md: the allowlist)", found,
+           "load it only if you trust its author: {allow_model_code} runs code from this file with your rights");
+}
+
 }  // namespace
+
+void set_allow_model_code(bool on) { g_allow_model_code = on; }
 
 ScriptedModule load_torchscript(const std::filesystem::path& file) {
   std::error_code ec;
@@ -203,6 +321,7 @@ ScriptedModule load_torchscript(const std::filesystem::path& file) {
          "give the file torch.jit.save wrote, or a zoo model name (cnn, resnet18, resnet50, efficientnet_b0)");
   ScriptedModule out;
   out.sha256 = file_sha256(file);
+  check_before_loading(file);
   torch::jit::Module module;
   try {
     module = torch::jit::load(file.string(), torch::kCPU);
@@ -218,6 +337,7 @@ ScriptedModule load_torchscript(const std::filesystem::path& file) {
     fail(ErrorKind::invalid, file.string(), "a TorchScript module LibTorch " TORCH_VERSION " can load",
          "one it refused: " + what, "save it again with torch.jit.save from a PyTorch no newer than " TORCH_VERSION);
   }
+  if (!g_allow_model_code) check_ops(module, file);
   out.model = std::make_shared<ScriptedModel>(std::move(module));
   return out;
 }
@@ -241,12 +361,17 @@ std::shared_ptr<Model> make_model_for(const ModelInfo& info) {
     fail(ErrorKind::usage, info.module_file,
          "the TorchScript module this model was trained with (sha256 " + info.module_sha256.substr(0, 12) + "...)",
          "no such file", "put the module file back at that path");
+  // Held to the recorded SHA-256 before anything of it is loaded, and again after (the file read).
+  auto same_module = [&](const std::string& sha256) {
+    if (sha256 != info.module_sha256)
+      fail(ErrorKind::invalid, info.module_file,
+           "the TorchScript module this model was trained with (sha256 " + info.module_sha256.substr(0, 12) + "...)",
+           "another module (sha256 " + sha256.substr(0, 12) + "...)",
+           "put back the module file the run was trained with (its weights are for that module's code)");
+  };
+  same_module(file_sha256(info.module_file));
   ScriptedModule m = load_torchscript(info.module_file);
-  if (m.sha256 != info.module_sha256)
-    fail(ErrorKind::invalid, info.module_file,
-         "the TorchScript module this model was trained with (sha256 " + info.module_sha256.substr(0, 12) + "...)",
-         "another module (sha256 " + m.sha256.substr(0, 12) + "...)",
-         "put back the module file the run was trained with (its weights are for that module's code)");
+  same_module(m.sha256);
   return m.model;
 }
 

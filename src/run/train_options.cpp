@@ -330,6 +330,25 @@ std::vector<Row> make_rows() {
          return "";
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.deadline ? c.deadline->text : ""; }});
+  add({"stop_grace", nullptr,
+       "past the deadline, or after a first signal, end the session when its step has not ended within this "
+       "DURATION (a model's forward that does not return): exit 75 with a checkpoint, else 1 (default 1m)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         const char* allowed = "a duration above 0 (10s, 1m, 5m)";
+         try {
+           c.stop_grace = parse_duration(t);
+         } catch (const Error&) {
+           return allowed;
+         }
+         return c.stop_grace.count() > 0 ? "" : allowed;
+       },
+       nullptr});
+  add({"allow_model_code", nullptr,
+       "a TorchScript module (FILE.pt) may run any op it holds, not only the allowlist's: this runs code from the "
+       "file with your rights (docs/models.md)",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.allow_model_code, t); },
+       nullptr});
   // Not a learning option: a resumed run may get more or less time, and re-plans from where it is.
   add({"time_budget", nullptr,
        "total training time of the run, all sessions together (DURATION); implies --epochs auto", Kind::value, false,

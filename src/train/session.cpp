@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "frugal/budget/budget.h"
+#include "frugal/budget/watchdog.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint/weights_file.h"
 #include "frugal/data/loader.h"
@@ -77,6 +78,7 @@ class Session {
   void check_memory() const;
   void check_fits_model() const;
   void prepare_resume();
+  void start_watchdog();
   void check_resume_learns_the_same() const;
   void start_together();
   void make_loaders();
@@ -152,6 +154,9 @@ class Session {
   std::unique_ptr<CheckpointWriter> writer_;
   std::unique_ptr<DiskBudget> budget_;
   std::optional<StopPolicy> stop_;  // deadline, signals and the costs they are decided from; made first
+  // Ends the process when a step does not return by the deadline or a signal plus the stop grace
+  // (the CLI's sessions, on the real clock). After manager_: destroyed before it, as it asks it.
+  std::optional<Watchdog> watchdog_;
   std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
   std::optional<DistEnv> dist_env_;                  // launched by torchrun as one of several ranks
@@ -299,6 +304,7 @@ std::shared_ptr<Model> Session::describe_model(const std::string& why) {
   std::shared_ptr<Model> scripted;  // --model FILE.pt
   if (names_module_file(c_.model)) {
     if (c_.deterministic) set_torchscript_optimized(false);
+    set_allow_model_code(c_.allow_model_code);
     ScriptedModule m = load_torchscript(c_.model);
     scripted = m.model;
     info_ = torchscript_model_info(c_.model, m.sha256, train_->channels());
@@ -507,6 +513,7 @@ void Session::prepare_resume() {
   co.retention.keep_last = c_.keep_last;
   co.delta = c_.delta;
   manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
+  if (watchdog_) watchdog_->set_resumable_probe([m = manager_.get()] { return m->resumable_step(); });
   if (c_.disk_budget && rank0()) {  // only rank 0 writes
     DiskBudgetOptions bo;
     bo.limit = c_.disk_budget.bytes;
@@ -1141,6 +1148,7 @@ SessionOutcome Session::execute() {
 SessionOutcome Session::train() {
   validate(c_);  // the rules between options, as the command line applies them
   stop_.emplace(env_, c_.deadline);
+  start_watchdog();
   dist_env_ = dist_env();
   claim_run_folder();
   stop_->check_time_left();
@@ -1169,6 +1177,17 @@ SessionOutcome Session::train() {
     end_of_epoch(epoch);
   }
   return finish();
+}
+
+// The deadline and signals held against a step that never returns (a module's forward can loop
+// forever): on the real clock only (a fake one's deadline means nothing to the watchdog's).
+void Session::start_watchdog() {
+  if (&env_ != &Env::real()) return;
+  std::optional<Watchdog::Clock::time_point> end;
+  if (const auto& d = stop_->deadline())
+    end = Watchdog::Clock::now() +
+          std::chrono::duration_cast<Watchdog::Clock::duration>(std::chrono::duration<double>(d->remaining_seconds()));
+  watchdog_.emplace(end, c_.stop_grace, &stop_->signals());
 }
 
 // With several ranks, one start for all: rank 0's parameters and buffers, and every rank resumed

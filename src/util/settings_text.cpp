@@ -58,7 +58,9 @@ constexpr std::string_view kKeys[] = {"amp",
                                       "pipeline",
                                       "micro_batches",
                                       "pipeline_split",
-                                      "pipeline_balance"};
+                                      "pipeline_balance",
+                                      "allow_model_code",
+                                      "stop_grace"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

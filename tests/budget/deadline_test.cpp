@@ -77,15 +77,29 @@ TEST(SignalGuard, FirstSignalSetsTheStopFlag) {
   EXPECT_EQ(guard.signal_number(), SIGUSR1);
 }
 
-TEST(SignalGuardDeathTest, SecondSignalExitsAtOnceWith75) {
+TEST(SignalGuardDeathTest, SecondSignalExitsAtOnceWith75WhenACheckpointExists) {
   EXPECT_EXIT(
       {
         SignalGuard guard;
+        SignalGuard::set_resumable(true);
         std::raise(SIGTERM);
         std::raise(SIGINT);
         std::_Exit(0);  // not reached
       },
       ::testing::ExitedWithCode(75), "second signal");
+}
+
+// Exit 75 says "run again to continue": with nothing saved a rerun starts over, so it is 1.
+TEST(SignalGuardDeathTest, SecondSignalWithoutACheckpointExits1SayingNothingWasSaved) {
+  EXPECT_EXIT(
+      {
+        SignalGuard guard;
+        SignalGuard::set_resumable(false);
+        std::raise(SIGTERM);
+        std::raise(SIGINT);
+        std::_Exit(0);  // not reached
+      },
+      ::testing::ExitedWithCode(1), "no checkpoint was saved");
 }
 
 TEST(DeadlineSpec, KeepsTheTextAndParsesBeforeAnyClockIsRead) {

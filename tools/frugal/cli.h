@@ -68,6 +68,14 @@ CLI::Validator valid_duration();  // what parse_duration takes: 90s, 30m, 7h30m
 // read; `what` says what becomes of them in this command ("skipped and counted", "an error").
 void add_max_file_bytes_option(CLI::App& app, std::uint64_t& bytes, const std::string& what);
 
+// --allow-model-code: a TorchScript module (a run's, or --model FILE.pt) may run any op, not only
+// the allowlist's (docs/models.md).
+inline void add_model_code_option(CLI::App& app, bool& allow) {
+  app.add_flag("--allow-model-code", allow,
+               "a TorchScript module (the run's, or --model FILE.pt) may run any op it holds: this runs code from "
+               "that file with your rights (docs/models.md)");
+}
+
 // The options of eval, predict and export for CKPT that is weights from elsewhere
 // (ForeignModelOptions, checkpoint.h; docs/models.md): --model and --image-size.
 template <class Options>
@@ -78,6 +86,7 @@ void add_foreign_model_options(CLI::App& app, Options& options) {
   app.add_option("--image-size", options.image_size,
                  "for weights from elsewhere: the input size (default: the model's)")
       ->check(at_least(1));
+  add_model_code_option(app, options.allow_model_code);
 }
 
 }  // namespace frugal::cli

@@ -78,6 +78,8 @@ int cmd_compress(int argc, char** argv) {
       ->check(number_at_least(0, /*exclusive=*/true));
   app.add_option("--batch-size", batch_size, "fine-tuning batch size (default 64)")->check(integer_in(1, 1 << 16));
   app.add_flag("--json", json, "print a JSON report on stdout");
+  ForeignModelOptions code;  // only its allow_model_code: CKPT is frugal's
+  add_model_code_option(app, code.allow_model_code);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
@@ -101,7 +103,7 @@ int cmd_compress(int argc, char** argv) {
                                          : WeightFormat::float32;
   options.finetune_epochs = finetune_epochs;
 
-  auto before = load_model_any(ckpt);
+  auto before = load_model_any(ckpt, code);
   // Weights from elsewhere number their classes; with --data they take the data's class names in
   // sorted order, as eval gives them.
   if (before.foreign && !data.empty()) {
@@ -144,7 +146,7 @@ int cmd_compress(int argc, char** argv) {
   save_compressed_model(out, before.info, *before.model, options);
 
   // Measure what was written, read back as eval/predict will read it.
-  auto after = load_model_any(out);
+  auto after = load_model_any(out, code);
   const auto output = summarize_model_file(out);
   if (!data.empty()) acc_after = measure_accuracy(*after.model, after.info, data);
   const double reduction = 1.0 - static_cast<double>(output.bytes) / static_cast<double>(baseline_bytes);

@@ -186,8 +186,10 @@ class Deadline {
 
 // Installs handlers for SIGTERM, SIGINT, SIGHUP and SIGUSR1 while alive (one guard at a time).
 // The first signal sets a flag: the trainer finishes the current step, saves and exits 75. A
-// second signal ends the process at once with _exit(75); that is safe because every file frugal
-// writes is published by an atomic rename, so nothing torn is ever visible.
+// second signal ends the process at once: _exit(75) when a checkpoint exists (set_resumable),
+// else _exit(1) saying nothing was saved; that is safe because every file frugal writes is
+// published by an atomic rename, so nothing torn is ever visible. (A step that never ends is the
+// Watchdog's, watchdog.h.)
 class SignalGuard {
  public:
   SignalGuard();
@@ -201,6 +203,10 @@ class SignalGuard {
 
   // For tests: behave as if `sig` had arrived, without raising it.
   void simulate(int sig);
+
+  // Whether a checkpoint a rerun resumes from exists (the Watchdog keeps it current; false at
+  // first): a second signal exits 75 when it does, else 1.
+  static void set_resumable(bool resumable);
 
   // For a rank torchrun started, called before its session. torchrun stops the ranks still running
   // (SIGTERM) as soon as one exits, and a stopped run's ranks all exit 75 at about the same time:

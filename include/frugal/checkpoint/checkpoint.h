@@ -126,6 +126,9 @@ struct LoadedModel {
 struct ForeignModelOptions {
   std::string model;   // a zoo name or a TorchScript module's file; empty: the zoo model whose names the weights have
   int image_size = 0;  // 0: the model's default
+  // A TorchScript module (CKPT's recorded one, or model FILE.pt) may run any op, not only the
+  // allowlist's: {allow_model_code} (set_allow_model_code, models.h). For every CKPT, not only foreign ones.
+  bool allow_model_code = false;
 };
 
 // Whether CKPT is weights from elsewhere: safetensors without frugal's metadata, a torch.save file

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -99,7 +100,22 @@ struct ScriptedModule {
 };
 // Loads torch.jit.save's file. Error(usage) when there is no such file; Error(invalid) for a
 // torch.save state dict (weights, not a model: says to use {init}) or a module LibTorch refuses.
+// A module is code that runs with the user's rights (docs/models.md), so before it runs:
+//  - its zip directory is read and a module whose entries unpack to more than the file's size plus
+//    kMaxModuleUnpackExtra is refused (Error(invalid)) before torch::jit::load reads any of them;
+//  - unless model code is allowed (set_allow_model_code): a module with a __setstate__ (code that
+//    torch::jit::load would run) is refused before loading, and once loaded every op its forward
+//    (and the methods, functions and hooks it calls, followed recursively) may run is held to an
+//    allowlist of side-effect-free tensor ops (script_op_allowed); the first op outside it is
+//    Error(invalid) naming the op, the method and the source line.
 ScriptedModule load_torchscript(const std::filesystem::path& file);
+inline constexpr std::uint64_t kMaxModuleUnpackExtra = std::uint64_t{256} << 20;
+// Process-wide (the commands set it from {allow_model_code}): run any op a module holds. Off by default.
+void set_allow_model_code(bool on);
+// Whether an op ("aten::conv2d", "prim::If") is on the allowlist: the ops torchvision's and timm's
+// models use, scripted and traced, and common tensor math; never file, process, network, RNG-seeding,
+// printing or another namespace's ops.
+bool script_op_allowed(const std::string& op);
 // TorchScript's graph executor runs a module's first calls as written and later ones optimized
 // (fused), which computes differently: a resumed run would not repeat an uninterrupted one bit for
 // bit. Off (process-wide) for --deterministic.

@@ -103,7 +103,11 @@ struct TrainConfig {
   SizeOption disk_budget, gpu_memory;
   std::string workspace;
   std::optional<DeadlineSpec> deadline;
-  TimeBudgetOption time_budget;  // with epochs auto: the steps are planned to fit it (docs/formats.md)
+  // How long a session may run on past its deadline, or after a first signal, before its watchdog
+  // ends the process (a forward that does not return): exit 75 when a checkpoint exists, else 1.
+  std::chrono::seconds stop_grace{60};
+  bool allow_model_code = false;  // --model FILE.pt: run any op its code holds (docs/models.md)
+  TimeBudgetOption time_budget;   // with epochs auto: the steps are planned to fit it (docs/formats.md)
   SaveEvery save_every;
   int keep_best = 1, keep_last = 2;
   bool delta = false;  // --delta: checkpoints between full ones store only changes (docs/formats.md)
