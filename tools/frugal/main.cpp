@@ -61,6 +61,23 @@ std::string without_prefix(const std::string& what, const char* name) {
   return what;
 }
 
+// An unexpected exception's text, which may run over several lines (LibTorch's and TorchScript's
+// carry a traceback): each line escaped as printable() does, so that text from data cannot drive
+// the terminal, but the lines kept as lines (they were one line of literal "\n"s) and indented
+// under the first, so that none reads as a line of frugal's own.
+std::string printable_lines(const std::string& what) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < what.size()) {
+    std::size_t end = what.find('\n', start);
+    if (end == std::string::npos) end = what.size();
+    if (start > 0) out += "\n  ";
+    out += frugal::printable(std::string_view(what).substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,7 +113,7 @@ int main(int argc, char** argv) {
                    frugal::printable(e.path1().string()).c_str(), e.code().message().c_str());
       return frugal::exit_code(frugal::ErrorKind::io);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, frugal::printable(e.what()).c_str());
+      std::fprintf(stderr, "frugal %s: internal error: %s\n", c.name, printable_lines(e.what()).c_str());
       return 1;
     }
   }
