@@ -108,7 +108,25 @@ bool stderr_redraws() {
 }
 
 std::string json_text(const nlohmann::json& doc, int indent) {
-  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+  // nlohmann escapes C0 controls but writes DEL, C1 controls and direction overrides raw, which
+  // act on a terminal showing the document: written as \u escapes, the same JSON. They occur only
+  // inside strings (the rest of a document is ASCII), and replace left valid UTF-8 alone.
+  std::string out;
+  out.reserve(text.size());
+  char buf[8];
+  for (std::size_t i = 0; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t len = utf8_at(text, i, cp), n = len == 0 ? 1 : len;
+    if (len > 0 && cp >= 0x7F && acts_on_terminal(cp)) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      out.append(text, i, n);
+    }
+    i += n;
+  }
+  return out;
 }
 
 }  // namespace frugal

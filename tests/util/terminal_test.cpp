@@ -41,6 +41,16 @@ TEST(JsonText, BytesThatAreNotUtf8DoNotBreakTheDocument) {
   EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
+// Issue 47 (b): nlohmann writes DEL, C1 controls and direction overrides raw; a --json document
+// shown on a terminal acted on them (split/pack/join --json of a file named with them).
+TEST(JsonText, DelC1ControlsAndDirectionOverridesAreWrittenAsEscapes) {
+  const std::string name = "a\x7f b\xc2\x9b[2J c\xe2\x80\xae d\xc3\xa9 e\xe7\x8c\xab";
+  const std::string text = json_text({{"name", name}});
+  EXPECT_EQ(text, "{\"name\":\"a\\u007f b\\u009b[2J c\\u202e d\xc3\xa9 e\xe7\x8c\xab\"}");
+  EXPECT_EQ(nlohmann::json::parse(text)["name"], name);  // the same document
+  EXPECT_TRUE(is_printable(text));
+}
+
 TEST(Utf8Escaped, OnlyBytesThatAreNotUtf8AreEscapedSoDifferentPathsStayDifferent) {
   EXPECT_EQ(utf8_escaped("/data/d\xe9.zip"), "/data/d\\xe9.zip");
   EXPECT_NE(utf8_escaped("r\xe9"), utf8_escaped("r\xe8"));
