@@ -8,7 +8,8 @@
 // dlopen, it costs nothing until parquet is read, and a machine without it refuses parquet saying so.
 //
 // Only the C++ standard library's types cross this seam (both sides share libstdc++): the plugin
-// has its own copy of nothing of frugal's. Errors are std::runtime_error carrying the text to show.
+// has its own copy of nothing of frugal's. Errors are std::runtime_error carrying the text to show;
+// a row group whose declared sizes need more than the plugin's memory cap is std::length_error.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,24 @@
 namespace frugal::parquet_plugin {
 
 inline constexpr int kVersion = 1;
+
+// The footer's limits (parquet_footer.h): frugal walks a footer against them before the plugin
+// opens the file, and the plugin gives Arrow's Thrift reader the same bounds as a second line.
+// Hugging Face footers take kilobytes (70,000 MNIST rows in row groups of 100: 1.4 MB, statistics
+// included); 16 MiB is ten times that.
+inline constexpr std::int64_t kMaxFooterBytes = std::int64_t{16} << 20;
+// What Thrift may allocate for one footer (its estimate: parquet_footer.h), far within the 1 GiB
+// one read of a parquet file may take.
+inline constexpr std::uint64_t kMaxFooterMemory = std::uint64_t{256} << 20;
+// A struct that is a list's element, counted at this: parquet's largest, ColumnChunk with its
+// ColumnMetaData and statistics inline, takes about 700 bytes in Arrow 26's Thrift classes.
+inline constexpr std::uint64_t kFooterStructBytes = 1024;
+// Arrow's Thrift limits (defaults 100 MB a string, a million elements a list), which the footer's
+// walk keeps too: no string longer than a footer, no list of more than 65,536 elements (a list is
+// allocated for its count before its elements are read: 47 MB of ColumnChunks at most; a footer of
+// 16 MiB holds no more row groups of a Hugging Face file's three column chunks).
+inline constexpr std::int32_t kThriftStringLimit = static_cast<std::int32_t>(kMaxFooterBytes);
+inline constexpr std::int32_t kThriftContainerLimit = 65536;
 
 // The file's bytes, read at any offset from any thread (frugal's ByteSource behind it).
 class Input {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "archive/cache_key.h"
+#include "archive/parquet_footer.h"
 #include "archive/parquet_index_cache.h"
 #include "archive/readers.h"
 #include "archive/tar_fixture.h"
@@ -63,6 +64,12 @@ def big(swap):
         b = None if i % 97 == 5 else b"" if i % 89 == 7 else fake((i % 3 == 0) != swap, i)
         rows.append((b, f"{i}.img", None if i % 50 == 3 else -1 if i % 50 == 4 else i % 3))
     return table(rows, ["cat", "dog", "fox"])
+# huggingface metadata of 5 MiB (class names and padding): a footer of 12 MiB with the Arrow
+# schema's copy of it (base64), within the footer's 16.
+t = table(rows, ["cat", "dog", "fox"])
+hf = {"info": {"features": {"image": {"_type": "Image"}, "label": {"_type": "ClassLabel", "names": ["a", "b", "c"]}}},
+      "pad": "x" * (5 << 20)}
+pq.write_table(t.replace_schema_metadata({"huggingface": json.dumps(hf)}), f"{d}/hf_5m.parquet")
 for name, swap in (("big", False), ("big_swapped", True)):
     pq.write_table(big(swap), f"{d}/{name}.parquet", row_group_size=100, compression="NONE", use_dictionary=False,
                    write_statistics=False)
@@ -454,6 +461,151 @@ TEST(ParquetHostile, DeclaredSizesBeyondTheCapAreRefusedWithoutTheMemory) {
   }
   ::getrusage(RUSAGE_SELF, &after);
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024) << "KiB more at the peak";
+}
+
+// ---- Footers that Thrift's reader expands (issue 47) --------------------------------------------
+
+// Thrift's compact encoding, enough to write FileMetaData by hand.
+std::string varint(std::uint64_t n) {
+  std::string out;
+  for (; n >= 0x80; n >>= 7) out += static_cast<char>((n & 0x7f) | 0x80);
+  return out + static_cast<char>(n);
+}
+std::string field(int delta, int type) { return std::string(1, static_cast<char>(delta << 4 | type)); }
+std::string list_of(std::uint64_t n, int type) {
+  return n < 15 ? std::string(1, static_cast<char>(n << 4 | type)) : static_cast<char>(0xf0 | type) + varint(n);
+}
+constexpr int kI32 = 5, kI64 = 6, kBinary = 8, kList = 9, kStruct = 12;
+
+// FileMetaData of `columns` int32 columns and `groups` row groups of a column chunk of 3 bytes each
+// (file_offset 0 and nothing else); with `declared_only`, one row group whose list of column chunks
+// declares `columns` and holds none (Thrift allocates for the count before it reads an element).
+std::string crafted_footer(std::uint64_t groups, std::uint64_t columns, bool declared_only = false) {
+  const std::uint64_t leaves = declared_only ? 1 : columns;
+  std::string f = field(1, kI32) + varint(2);  // version 1
+  f += field(1, kList) + list_of(leaves + 1, kStruct) + field(4, kBinary) + varint(6) + "schema" + field(1, kI32) +
+       varint(2 * leaves) + '\0';
+  for (std::uint64_t c = 0; c < leaves; ++c)
+    f += field(1, kI32) + varint(2) + field(3, kBinary) + varint(1) + "c" + '\0';
+  f += field(1, kI64) + varint(2 * groups);
+  if (declared_only) return f + field(1, kList) + list_of(1, kStruct) + field(1, kList) + list_of(columns, kStruct);
+  std::string group = field(1, kList) + list_of(columns, kStruct);
+  for (std::uint64_t c = 0; c < columns; ++c) group += field(2, kI64) + varint(0) + '\0';
+  group += field(1, kI64) + varint(0) + field(1, kI64) + varint(2) + '\0';
+  f += field(1, kList) + list_of(groups, kStruct);
+  for (std::uint64_t g = 0; g < groups; ++g) f += group;
+  return f + '\0';
+}
+
+std::string parquet_of_footer(const std::string& footer) {
+  std::string len(4, '\0');
+  for (int k = 0; k < 4; ++k) len[k] = static_cast<char>(footer.size() >> (8 * k));
+  return "PAR1" + footer + len + "PAR1";
+}
+
+// Archive::open(file)'s error, and how much the peak memory grew meanwhile (KiB).
+std::pair<Error, long> open_refused(const std::string& file) {
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  try {
+    Archive::open(file);
+  } catch (const Error& e) {
+    ::getrusage(RUSAGE_SELF, &after);
+    return {e, after.ru_maxrss - before.ru_maxrss};
+  }
+  ADD_FAILURE() << file << " opened";
+  return {Error(ErrorKind::io, "opened"), 0};
+}
+
+// 1,000 row groups of 1,000 column chunks in a footer of 3 MB took 725 MB in Arrow's Thrift reader
+// (the 12 MB one 2.8 GB): refused before it is parsed, the peak memory the footer's bytes and a
+// little more.
+TEST_F(ParquetTest, AFooterOfAMillionColumnChunksIsRefusedBeforeArrowExpandsIt) {
+  const std::string file = at("million_chunks.parquet");
+  testing::write(file, parquet_of_footer(crafted_footer(1000, 1000)));
+  const auto [e, grown] = open_refused(file);
+  EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
+  const std::string m = e.what();
+  EXPECT_NE(m.find(file + ": expected a parquet footer that takes at most 256 MiB to read"), std::string::npos) << m;
+  EXPECT_NE(m.find("declaring 1000 row groups of "), std::string::npos) << m;
+  EXPECT_LT(grown, 64 * 1024) << "KiB more at the peak";
+}
+
+// A footer of 32 bytes whose list declares a million column chunks: Thrift allocated 700 MB for
+// them before finding none.
+TEST_F(ParquetTest, AListDeclaringMoreElementsThanItsBytesIsRefusedBeforeItIsAllocated) {
+  const std::string file = at("declared_chunks.parquet");
+  testing::write(file, parquet_of_footer(crafted_footer(1, 1000000, true)));
+  const auto [e, grown] = open_refused(file);
+  EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+  const std::string m = e.what();
+  EXPECT_NE(m.find(file + ": expected a parquet file"), std::string::npos) << m;
+  EXPECT_NE(m.find("a list of 1000000 elements in 0 bytes"), std::string::npos) << m;
+  EXPECT_LT(grown, 16 * 1024) << "KiB more at the peak";
+}
+
+TEST_F(ParquetTest, AFooterLongerThanTheCapIsRefusedByItsLength) {
+  const std::string file = at("long_footer.parquet");
+  testing::write(file, parquet_of_footer(std::string((std::size_t{16} << 20) + 1, '\0')));
+  const auto [e, grown] = open_refused(file);
+  EXPECT_EQ(e.kind(), ErrorKind::budget) << e.what();
+  EXPECT_NE(std::string(e.what()).find(file + ": expected a parquet footer of at most 16"), std::string::npos)
+      << e.what();
+}
+
+TEST_F(ParquetTest, FootersAsPyarrowWritesThemPassTheWalkCountedRight) {
+  for (const auto& [name, groups] :
+       {std::pair<std::string, std::uint64_t>{"named.parquet", 3}, {"big.parquet", 12}, {"hf_5m.parquet", 1}}) {
+    std::unique_ptr<ByteSource> src = open_byte_source(at(name));
+    const ParquetFooterCensus c = check_parquet_footer(*src, name);
+    EXPECT_EQ(c.row_groups, groups) << name;
+    EXPECT_EQ(c.column_chunks, 3 * groups) << name;  // image.bytes, image.path, label
+    EXPECT_LT(c.memory, std::uint64_t{32} << 20) << name;
+  }
+}
+
+// Class names in metadata beyond what is read for them were dropped silently: the classes became
+// 0, 1, 2. Now refused naming the file and the size.
+TEST_F(ParquetTest, HuggingfaceMetadataOverItsCapIsRefusedNotDropped) {
+  const auto [e, grown] = open_refused(at("hf_5m.parquet"));
+  EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+  const std::string m = e.what();
+  EXPECT_NE(m.find(at("hf_5m.parquet") + ": expected huggingface metadata (its class names) of at most 4"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("found metadata of 5"), std::string::npos) << m;
+}
+
+// One image of 400 MB in its row group: Arrow's read of it passes the 1 GiB cap (the stored pages,
+// the decoded bytes and their copy at once). pyarrow reads it (1.7 GB), so the refusal says the
+// cap and the row group's sizes, exit 4, not "damaged or truncated (pyarrow shows the same)".
+TEST(ParquetHostile, ARowGroupTooLargeForTheCapIsRefusedSayingSoNotDamaged) {
+  FRUGAL_NEED_PYTHON_MODULE("pyarrow");
+  const auto dir = testing::temp_dir("parquet-big");
+  const std::string file = (dir / "one_image.parquet").string();
+  ASSERT_TRUE(run_python(R"PY(
+import os, sys, pyarrow as pa, pyarrow.parquet as pq
+img_t = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+img = b"\xff\xd8\xff\xe0" + os.urandom(400 << 20)
+t = pa.table({"image": pa.array([{"bytes": img, "path": "big.jpg"}], type=img_t), "label": pa.array([0])})
+pq.write_table(t, sys.argv[1])
+)PY",
+                         {file}, dir));
+  try {
+    Archive::open(file)->read(0);
+    FAIL() << "read";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::budget) << m;
+    EXPECT_NE(m.find(file + ": expected row groups that frugal reads within its 1 GiB a read, found row group 0 "
+                            "whose images take 400 MiB stored and 400 MiB decoded"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("row_group_size="), std::string::npos) << m;
+    EXPECT_EQ(m.find("damaged"), std::string::npos) << m;
+    EXPECT_EQ(m.find("shows the same"), std::string::npos) << m;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ParquetOrder, WindowedShuffleIsAPermutationKeepingGroupsTogether) {

@@ -8,6 +8,7 @@
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 
@@ -104,11 +105,13 @@ class CappedPool final : public arrow::MemoryPool {
   std::int64_t total_bytes_allocated() const override { return base_->total_bytes_allocated(); }
   std::int64_t num_allocations() const override { return base_->num_allocations(); }
   std::string backend_name() const override { return base_->backend_name(); }
+  bool refused_any() const { return refused_any_; }
 
  private:
   bool take(std::int64_t n) {
     if (used_.fetch_add(n) + n <= kMaxReadBytes) return true;
     used_ -= n;
+    refused_any_ = true;
     return false;
   }
   static arrow::Status refused(std::int64_t size) {
@@ -122,7 +125,17 @@ class CappedPool final : public arrow::MemoryPool {
   arrow::MemoryPool* base_ = arrow::default_memory_pool();
 #endif
   std::atomic<std::int64_t> used_{0};
+  std::atomic<bool> refused_any_{false};
 };
+
+// Arrow's reader properties: `pool`, and Thrift's limits for footers and page headers
+// (parquet_plugin.h; frugal has walked the footer against the same before it is opened).
+parquet::ReaderProperties properties(arrow::MemoryPool* pool) {
+  parquet::ReaderProperties props(pool);
+  props.set_thrift_string_size_limit(kThriftStringLimit);
+  props.set_thrift_container_size_limit(kThriftContainerLimit);
+  return props;
+}
 
 void check(const arrow::Status& s) {
   if (!s.ok()) throw std::runtime_error(s.ToString());
@@ -192,8 +205,7 @@ class ArrowFile final : public File {
  public:
   explicit ArrowFile(std::shared_ptr<Input> in) : input_(std::make_shared<InputFile>(std::move(in), &open_pool_)) {
     try {
-      parquet::ReaderProperties props(&open_pool_);
-      meta_ = parquet::ParquetFileReader::Open(input_, props)->metadata();
+      meta_ = parquet::ParquetFileReader::Open(input_, properties(&open_pool_))->metadata();
       check(reader(&open_pool_)->GetSchema(&schema_));
     } catch (const parquet::ParquetException& e) {
       throw std::runtime_error(e.what());
@@ -236,28 +248,48 @@ class ArrowFile final : public File {
   }
 
   std::shared_ptr<const ImageColumn> images(int group, int field) const override {
+    auto pool = std::make_shared<CappedPool>();
     try {
-      auto pool = std::make_shared<CappedPool>();
-      const std::shared_ptr<arrow::Table> table = value(reader(pool.get())->ReadRowGroup(group, {bytes_leaf(field)}));
-      const auto chunked = table->column(0);
-      std::shared_ptr<arrow::Array> column =
-          chunked->num_chunks() == 1 ? chunked->chunk(0) : value(arrow::Concatenate(chunked->chunks(), pool.get()));
-      if (column->type_id() != arrow::Type::STRUCT) throw std::runtime_error("an image column that is no struct");
-      const auto& st = static_cast<const arrow::StructArray&>(*column);
-      const auto child = bytes_child(*st.type());
-      if (!child) throw std::runtime_error("an image column without bytes");
-      return std::make_shared<Images>(pool, value(st.GetFlattenedField(*child, pool.get())));
-    } catch (const parquet::ParquetException& e) {
-      throw std::runtime_error(e.what());
+      return read_images(group, field, pool);
+    } catch (const std::exception& e) {
+      if (pool->refused_any()) too_large(group, field, e.what());
+      if (dynamic_cast<const parquet::ParquetException*>(&e)) throw std::runtime_error(e.what());
+      throw;
     }
   }
 
  private:
+  std::shared_ptr<const ImageColumn> read_images(int group, int field, const std::shared_ptr<CappedPool>& pool) const {
+    const std::shared_ptr<arrow::Table> table = value(reader(pool.get())->ReadRowGroup(group, {bytes_leaf(field)}));
+    const auto chunked = table->column(0);
+    std::shared_ptr<arrow::Array> column =
+        chunked->num_chunks() == 1 ? chunked->chunk(0) : value(arrow::Concatenate(chunked->chunks(), pool.get()));
+    if (column->type_id() != arrow::Type::STRUCT) throw std::runtime_error("an image column that is no struct");
+    const auto& st = static_cast<const arrow::StructArray&>(*column);
+    const auto child = bytes_child(*st.type());
+    if (!child) throw std::runtime_error("an image column without bytes");
+    return std::make_shared<Images>(pool, value(st.GetFlattenedField(*child, pool.get())));
+  }
+
+  // A read of row group `group` refused by its pool: std::length_error (the seam's "over the cap,
+  // not damaged") when the row group's images are large enough to need it, as they declare; else
+  // the pages declare more than the footer does (a damaged or hostile file), as `what` says.
+  [[noreturn]] void too_large(int group, int field, const std::string& what) const {
+    const auto chunk = meta_->RowGroup(group)->ColumnChunk(bytes_leaf(field));
+    const std::int64_t stored = chunk->total_compressed_size(), decoded = chunk->total_uncompressed_size();
+    if (stored >= 0 && decoded >= 0 && stored + decoded >= kMaxReadBytes / 4) {
+      const auto mb = [](std::int64_t n) { return std::to_string((n + (1 << 19)) >> 20) + " MiB"; };
+      throw std::length_error("row group " + std::to_string(group) + " whose images take " + mb(stored) +
+                              " stored and " + mb(decoded) + " decoded, which Arrow holds at once with their copy: " +
+                              "more than the 1 GiB one read of a parquet file may take");
+    }
+    throw std::runtime_error(what);
+  }
+
   // A reader of its own per call: Arrow's FileReader is not made to be shared between threads,
   // and one made from the parsed footer costs microseconds.
   std::unique_ptr<parquet::arrow::FileReader> reader(arrow::MemoryPool* pool) const {
-    parquet::ReaderProperties props(pool);
-    auto pf = parquet::ParquetFileReader::Open(input_, props, meta_);
+    auto pf = parquet::ParquetFileReader::Open(input_, properties(pool), meta_);
     parquet::ArrowReaderProperties arrow_props;
     arrow_props.set_use_threads(false);
     return value(parquet::arrow::FileReader::Make(pool, std::move(pf), arrow_props));
