@@ -1,9 +1,11 @@
 #include "frugal/dataset/submission_csv.h"
 
 #include <charconv>
+#include <set>
 #include <unordered_map>
 
 #include "frugal/util/error.h"
+#include "frugal/util/terminal.h"
 
 namespace frugal {
 
@@ -35,9 +37,16 @@ void refuse_duplicate_ids(const std::vector<PredictImage>& images, const std::st
        "was written");
 }
 
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
+bool is_formula_cell(std::string_view cell) {
+  return !cell.empty() && std::string_view("=+-@\t\r").find(cell.front()) != std::string_view::npos;
+}
+
+std::string csv_field(std::string_view raw, bool escape_formulas) {
+  // Escaped first: a name starting with a tab is then "\t...", text to every spreadsheet.
+  const std::string text = is_printable(raw) ? std::string(raw) : printable(raw);
+  const bool as_text = escape_formulas && is_formula_cell(text);
+  if (!as_text && text.find_first_of(",;\"") == std::string::npos) return text;
+  std::string out = as_text ? "\"'" : "\"";
   for (char c : text) {
     if (c == '"') out += '"';
     out += c;
@@ -45,22 +54,23 @@ std::string csv_field(std::string_view text) {
   return out + "\"";
 }
 
-std::string submission_header(const SubmissionColumns& columns, const std::vector<std::string>* classes) {
-  std::string line = csv_field(columns.id);
+std::string submission_header(const SubmissionColumns& columns, const std::vector<std::string>* classes,
+                              bool escape_formulas) {
+  std::string line = csv_field(columns.id, escape_formulas);
   if (classes) {
-    for (const std::string& c : *classes) line += "," + csv_field(c);
+    for (const std::string& c : *classes) line += "," + csv_field(c, escape_formulas);
   } else {
-    line += "," + csv_field(columns.label);
+    line += "," + csv_field(columns.label, escape_formulas);
   }
   return line + "\n";
 }
 
-std::string submission_row(std::string_view id, std::string_view label) {
-  return csv_field(id) + "," + csv_field(label) + "\n";
+std::string submission_row(std::string_view id, std::string_view label, bool escape_formulas) {
+  return csv_field(id, escape_formulas) + "," + csv_field(label, escape_formulas) + "\n";
 }
 
-std::string submission_row(std::string_view id, std::span<const float> probabilities) {
-  std::string line = csv_field(id);
+std::string submission_row(std::string_view id, std::span<const float> probabilities, bool escape_formulas) {
+  std::string line = csv_field(id, escape_formulas);
   char buf[32];
   for (float p : probabilities) {
     const auto r = std::to_chars(buf, buf + sizeof buf, p);
@@ -68,6 +78,53 @@ std::string submission_row(std::string_view id, std::span<const float> probabili
     line.append(buf, r.ptr);
   }
   return line + "\n";
+}
+
+namespace {
+
+// "3 class names (\"=A\", \"+B\", \"@C\")": the first five, each escaped and cut near 80 bytes.
+std::string named(const std::string& what, const std::vector<std::string>& texts) {
+  std::string list;
+  for (std::size_t i = 0; i < texts.size() && i < 5; ++i) {
+    std::string shown = printable(texts[i]);
+    if (shown.size() > 80) {
+      std::size_t cut = 77;
+      while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      shown = shown.substr(0, cut) + "...";
+    }
+    list += std::string(i == 0 ? "" : ", ") + "\"" + shown + "\"";
+  }
+  if (texts.size() > 5) list += ", and " + std::to_string(texts.size() - 5) + " more";
+  return std::to_string(texts.size()) + " " + what + (texts.size() == 1 ? "" : "s") + " (" + list + ")";
+}
+
+}  // namespace
+
+std::vector<std::string> unsafe_cells_warning(const std::string& csv, const std::string& what,
+                                              const std::vector<std::string>& texts, bool escape_formulas,
+                                              const std::string& option) {
+  std::vector<std::string> formulas, controls;
+  std::set<std::string_view> seen;
+  for (const std::string& t : texts) {
+    if (!seen.insert(t).second) continue;
+    const bool plain = is_printable(t);
+    if (!plain) controls.push_back(t);
+    if (is_formula_cell(plain ? t : printable(t))) formulas.push_back(t);  // as csv_field() judges it
+  }
+  std::vector<std::string> out;
+  if (!controls.empty())
+    out.push_back(csv + ": control characters in " + named(what, controls) +
+                  ", written escaped as shown here (\\x00, \\t, \\u202e): a cell never holds them raw");
+  if (formulas.empty()) return out;
+  if (escape_formulas)
+    out.push_back(csv + ": " + named(what, formulas) +
+                  " that a spreadsheet would run as formulas, written as text (a ' before each, " + option + ")");
+  else
+    out.push_back(csv + ": " + named(what, formulas) +
+                  " start cells that a spreadsheet would run as formulas (= + - @); written as they are, as a "
+                  "grader reads them; before opening the file in a spreadsheet, write it with " +
+                  option + " (each such cell as text, after a ')");
+  return out;
 }
 
 }  // namespace frugal

@@ -121,4 +121,64 @@ assert d["skipped"]["test/"] == {"junk (.DS_Store)": 1, "not an image": 1}, d["s
 PY
 then ok "the CSV equals --json's top class per image"
 else bad "the CSV equals --json's top class per image" "$t/json.log"; fi
+# Issue 47 (a): cells a spreadsheet would run. Class names and ids that start = + - @ are written
+# as they are and warned about once per set, naming them (escaped); --csv-escape-formulas writes
+# each as text after a ' (OWASP), quoted; a NUL or other control character in a cell is never
+# written raw (escaped as \x00, \t), in the --probabilities header either.
+mkdir -p "$t/hostile" && cd "$t/hostile"
+"$py" - <<'PY'
+import io, json, os, zipfile
+import numpy as np
+from PIL import Image
+rng = np.random.default_rng(3)
+def png(lo, hi):
+    b = io.BytesIO()
+    Image.fromarray(rng.integers(lo, hi, (28, 28), dtype=np.uint8)).save(b, "PNG")
+    return b.getvalue()
+with zipfile.ZipFile("data.zip", "w") as z:
+    for c, (lo, hi) in enumerate([(200, 255), (0, 50), (100, 150), (60, 90)]):
+        for i in range(8):
+            z.writestr(f"{c}/{i}.png", png(lo, hi))
+json.dump({"0": "=HYPERLINK(\"http://evil.example\",\"click\")", "1": "+cmd|' /C calc'!A0",
+           "2": "@SUM(1+1)*cmd", "3": "nul\u0000byte\u001b[2J"}, open("names.json", "w"))
+os.makedirs("test")
+for name, (lo, hi) in [("=1+2", (200, 255)), ("-5", (0, 50)), ("@x", (100, 150)), ("plain", (60, 90)),
+                       ("tab\there", (200, 255))]:
+    open(f"test/{name}.png", "wb").write(png(lo, hi))
+PY
+frugal train --data data.zip --class-names names.json --run run --model cnn --epochs 1 --batch-size 8 --workers 1 \
+  >/dev/null 2>"$t/htrain.log" || die "training with hostile class names failed" "$t/htrain.log"
+# cells FILE: the CSV's cells, one per line, as Python's csv module reads them ("\x00" for a NUL).
+cells() {
+  "$py" -c 'import csv,sys; [print("".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in c)) for r in csv.reader(open(sys.argv[1], newline="")) for c in r]' "$1"
+}
+no_control() { "$py" -c 'import sys; d=open(sys.argv[1],"rb").read(); sys.exit(1 if any(b < 0x20 and b != 10 or b == 0x7f for b in d) else 0)' "$1"; }
+
+expect_exit "hostile names, --probabilities: exit 0" 0 frugal predict run test/ --csv p.csv --probabilities
+check "no NUL or other control byte in the CSV (the header held one)" 'no_control p.csv'
+check "the NUL class name written escaped" 'head -1 p.csv | grep -qF "nul\\x00byte\\x1b[2J"'
+check "formula class names written as they are (no flag)" \
+  'cells p.csv | grep -qxF "=HYPERLINK(\"http://evil.example\",\"click\")" && cells p.csv | grep -qxF "@SUM(1+1)*cmd"'
+expect_msg "warned: the class names that are formulas, named" '3 class names ("=HYPERLINK("http://evil.example","click")", "+cmd|'"'"' /C calc'"'"'!A0", "@SUM(1+1)*cmd") start cells that a spreadsheet would run'
+expect_msg "warned: --csv-escape-formulas offered" "write it with --csv-escape-formulas"
+expect_msg "warned: the ids that are formulas, named" '3 ids ("-5", "=1+2", "@x") start cells'
+expect_msg "warned: the control characters, named escaped" 'control characters in 1 class name ("nul\x00byte\x1b[2J")'
+expect_msg "warned: the id with a tab" 'control characters in 1 id ("tab\there")'
+check "one warning per set (class names, ids)" '[ "$(grep -c "class names (" "$t/err")" -eq 1 ] && [ "$(grep -c "ids (" "$t/err")" -eq 1 ]'
+check "the warnings hold no control character" 'no_control "$t/err"'
+
+expect_exit "--csv-escape-formulas: exit 0" 0 frugal predict run test/ --csv e.csv --probabilities --csv-escape-formulas
+check "no NUL or other control byte in it" 'no_control e.csv'
+check "no cell starts = + - @ (each such one is text after a ')" '[ -s e.csv ] && ! cells e.csv | grep -q "^[-=+@]"'
+check "escaped cells as OWASP writes them, quoted" \
+  'head -1 e.csv | grep -qF "\"'"'"'=HYPERLINK(\"\"http://evil.example\"\",\"\"click\"\")\"" && grep -qF "\"'"'"'=1+2\"," e.csv'
+check "a spreadsheet reads them as the names after the '" 'cells e.csv | grep -qxF "'"'"'@SUM(1+1)*cmd"'
+expect_msg "said: written as text" "written as text (a ' before each, --csv-escape-formulas)"
+check "not told to rerun with the flag it gave" '[ -s e.csv ] && ! grep -qF "write it with --csv-escape-formulas" "$t/err"'
+expect_exit "labels, --csv-escape-formulas: exit 0" 0 frugal predict run test/ --csv l.csv --csv-escape-formulas
+check "labels: no cell starts = + - @" '[ -s l.csv ] && ! cells l.csv | grep -q "^[-=+@]"'
+check "labels: no control byte" 'no_control l.csv'
+expect_exit "labels, no flag: exit 0" 0 frugal predict run test/ --csv l2.csv
+check "labels: the ids as they are without the flag" 'cells l2.csv | grep -qxF "=1+2"'
+cd "$t/w"
 finish

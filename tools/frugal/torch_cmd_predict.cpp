@@ -1,4 +1,5 @@
-// frugal predict CKPT INPUT... [--top K] [--csv FILE [--csv-columns ID,LABEL] [--probabilities]]
+// frugal predict CKPT INPUT... [--top K] [--csv FILE [--csv-columns ID,LABEL] [--probabilities]
+// [--csv-escape-formulas]]
 // [--max-pixels N] [--json]: INPUTs are image files, folders, DATA, ARCHIVE:entry and ARCHIVE:GLOB
 // (predict_inputs.h); --csv writes a Kaggle-shaped submission (submission_csv.h).
 #include <sys/stat.h>
@@ -99,6 +100,22 @@ void check_csv_target(const std::string& csv, const PredictInputs& inputs) {
            "name another file, e.g. submission.csv");
 }
 
+// What the written submission holds that its reader should know (submission_csv.h): one warning
+// per set of cells (column names, class names, ids), naming them.
+void warn_unsafe_cells(const std::string& csv, const SubmissionColumns& columns,
+                       const std::vector<std::string>& classes, const std::vector<std::string>& ids, bool probabilities,
+                       bool escape_formulas) {
+  std::vector<std::string> column_names = {columns.id};
+  if (!probabilities) column_names.push_back(columns.label);
+  auto say = [&](const char* what, const std::vector<std::string>& texts) {
+    for (const std::string& line : unsafe_cells_warning(csv, what, texts, escape_formulas, "--csv-escape-formulas"))
+      warn(line);
+  };
+  say("column name", column_names);
+  say("class name", classes);
+  say("id", ids);
+}
+
 }  // namespace
 
 int cmd_predict(int argc, char** argv) {
@@ -114,7 +131,7 @@ int cmd_predict(int argc, char** argv) {
   std::vector<std::string> inputs_given;
   int top = 1;
   std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
-  bool json = false, probabilities = false;
+  bool json = false, probabilities = false, escape_formulas = false;
   ArchiveOptions archive_options;
   ForeignModelOptions foreign;
   app.add_option("CKPT", ckpt,
@@ -131,6 +148,11 @@ int cmd_predict(int argc, char** argv) {
   app.add_flag("--probabilities", probabilities,
                "--csv has one column per class (the class names as headers) holding its probability, "
                "instead of the label column")
+      ->needs(csv_option);
+  app.add_flag("--csv-escape-formulas", escape_formulas,
+               "write each --csv cell that a spreadsheet would run as a formula (starting = + - @, e.g. a class "
+               "named =HYPERLINK(...)) as text: a ' before it, quoted (OWASP's advice); without it such cells are "
+               "written as they are and warned about")
       ->needs(csv_option);
   app.add_option("--max-pixels", max_pixels, "larger images are refused as possible decompression bombs")
       ->capture_default_str()
@@ -173,7 +195,8 @@ int cmd_predict(int argc, char** argv) {
   const auto classes = static_cast<std::int64_t>(info.classes.size());
   const int k = static_cast<int>(std::min<std::int64_t>(top, classes));
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  std::string csv_text = submission_header(columns, probabilities ? &info.classes : nullptr);
+  std::string csv_text = submission_header(columns, probabilities ? &info.classes : nullptr, escape_formulas);
+  std::vector<std::string> written_ids, written_labels;  // for warn_unsafe_cells
   torch::NoGradGuard no_grad;
   const std::size_t n = inputs.images().size();
   Progress progress("predict", n, Progress::Unit::items);
@@ -216,8 +239,10 @@ int cmd_predict(int argc, char** argv) {
         if (!json && csv.empty()) std::printf("%s\n", line.c_str());
         if (csv.empty()) continue;
         const float* row = &p[g][0];
-        csv_text += probabilities ? submission_row(image.id, std::span<const float>(row, classes))
-                                  : submission_row(image.id, info.classes[idx[g][0]]);
+        csv_text += probabilities ? submission_row(image.id, std::span<const float>(row, classes), escape_formulas)
+                                  : submission_row(image.id, info.classes[idx[g][0]], escape_formulas);
+        written_ids.push_back(image.id);
+        if (!probabilities) written_labels.push_back(info.classes[idx[g][0]]);
       }
     }
     progress.advance(end - begin);
@@ -225,6 +250,8 @@ int cmd_predict(int argc, char** argv) {
   progress.finish();
   if (!csv.empty() && !out.empty()) {
     write_file_atomic(csv, csv_text);
+    warn_unsafe_cells(csv, columns, probabilities ? info.classes : written_labels, written_ids, probabilities,
+                      escape_formulas);
     if (!json)
       note("wrote " + csv + ": " + count_of(out.size(), "row") + " (" + (probabilities ? "probabilities" : "labels") +
            ")");
