@@ -118,6 +118,64 @@ frugal train --data "$lat_zip" --run "$lat_run" --model cnn --epochs 2 --batch-s
 check "--epochs 2 into it: exit 2 naming the epochs alone, not an internal error" \
   '[ $? -eq 2 ] && grep -q "found epochs: 1 -> 2;" lat2.err && ! grep -q "internal error" lat2.err'
 
+# Issue 47 (b): split, join, pack, clean, compress, export and doctor, fed names that hold an
+# escape sequence, CR, BEL, DEL, a C1 control (CSI as UTF-8) and a direction override: nothing
+# they print, for people or as --json, holds one raw. The same names pasted into an argument a
+# command refuses (every command's parser error) are escaped too.
+h=$'ev\x1b[2J\r\x07\x7f\xc2\x9b\xe2\x80\xaeil'
+printf 'some bytes to split' >"$h.bin"
+frugal split "$h.bin" --size 8 -o sp >split.out 2>split.err
+check "split: exit 0" '[ $? -eq 0 ]' || cat split.err
+control_free "split: no control character" split.out split.err
+frugal split "$h.bin" --size 8 -o spj --json >splitj.out 2>splitj.err
+valid_json splitj.out "split --json: valid JSON"
+control_free "split --json: no control character (DEL, C1, overrides as \\u escapes)" splitj.out splitj.err
+frugal join "sp/$h.bin.manifest.json" >join.out 2>join.err
+check "join: exit 0" '[ $? -eq 0 ]' || cat join.err
+control_free "join: no control character" join.out join.err
+frugal join "sp/$h.bin.manifest.json" --json >joinj.out 2>joinj.err
+control_free "join --json (already joined): no control character" joinj.out joinj.err
+mkdir -p "packsrc/$h" packsrc/plain
+cp "photo"$'\x1b'"[2J.png" "packsrc/$h/a.png" && cp "photo"$'\x1b'"[2J.png" packsrc/plain/b.png
+frugal pack packsrc -o "$h.zip" >pack.out 2>pack.err
+check "pack: exit 0" '[ $? -eq 0 ]' || cat pack.err
+control_free "pack: no control character" pack.out pack.err
+frugal pack packsrc -o "j$h.zip" --json >packj.out 2>packj.err
+valid_json packj.out "pack --json: valid JSON"
+control_free "pack --json: no control character" packj.out packj.err
+mkdir -p "cl/$h"
+printf x >"cl/$h/f.zip.frugal-tmp-1" && printf y >"cl/$h/out.frugal-join"
+touch -d '10 minutes ago' "cl/$h/f.zip.frugal-tmp-1"
+frugal clean cl --dry-run >cleann.out 2>cleann.err
+check "clean --dry-run: exit 0" '[ $? -eq 0 ]' || cat cleann.err
+control_free "clean --dry-run: no control character" cleann.out cleann.err
+check "clean --dry-run: the temporary named, escaped" 'grep -qF "would remove cl/ev\\x1b[2J\\r\\x07\\x7f\\u009b\\u202eil/f.zip.frugal-tmp-1" cleann.err'
+frugal clean cl --json >cleanj.out 2>cleanj.err
+control_free "clean --json: no control character" cleanj.out cleanj.err
+frugal compress run -o "$h.safetensors" --quantize fp16 --data hostile.zip >comp.out 2>comp.err
+check "compress: exit 0" '[ $? -eq 0 ]' || cat comp.err
+control_free "compress (its accuracy over the hostile classes too): no control character" comp.out comp.err
+frugal compress run -o "j$h.safetensors" --quantize fp16 --json >compj.out 2>compj.err
+control_free "compress --json: no control character" compj.out compj.err
+frugal export "$h.safetensors" --format onnx -o "$h.onnx" >export.out 2>export.err
+check "export: exit 0" '[ $? -eq 0 ]' || cat export.err
+control_free "export: no control character" export.out export.err
+frugal export run --format onnx -o "j$h.onnx" --json >exportj.out 2>exportj.err
+control_free "export --json: no control character" exportj.out exportj.err
+mkdir -p "ws$h"
+frugal doctor --workspace "ws$h" >doctor.out 2>doctor.err
+check "doctor: exit 0" '[ $? -eq 0 ]'
+control_free "doctor: no control character (its workspace's name)" doctor.out doctor.err
+check "doctor: the workspace named, escaped" 'grep -qF "wsev\\x1b[2J\\r" doctor.out'
+frugal doctor --workspace "ws$h" --json >doctorj.out 2>doctorj.err
+valid_json doctorj.out "doctor --json: valid JSON"
+control_free "doctor --json: no control character" doctorj.out doctorj.err
+for cmd in split join pack clean compress export doctor; do
+  frugal "$cmd" "--$h" x >"parse.$cmd.out" 2>"parse.$cmd.err"
+  check "$cmd: an unknown option is exit 2" '[ $? -eq 2 ]'
+  control_free "$cmd: the parser's error escapes the argument it quotes" "parse.$cmd.out" "parse.$cmd.err"
+done
+
 # A notebook's `!frugal ...` runs under a pseudo-terminal: plain lines, no redraws.
 if "$py" -c 'import pty' 2>/dev/null; then
   JPY_PARENT_PID=$$ "$py" - "$bin/frugal" <<'PY' >pty.out 2>&1

@@ -154,7 +154,8 @@ int parse(CLI::App& app, int argc, char** argv) {
     std::cout << app.help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "frugal " << app.get_name() << ": " << reword(e.what()) << "\n"
+    // The arguments quoted in it are the user's, pasted from names in data: escaped.
+    std::cerr << "frugal " << app.get_name() << ": " << printable(reword(e.what())) << "\n"
               << "Run 'frugal " << app.get_name() << " --help' for the options.\n";
     return 2;
   }

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "frugal/util/doctor.h"
 #include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
 #include "frugal/train/train.h"
 #include "frugal/util/units.h"
 #include "frugal/util/version.h"
@@ -178,12 +179,13 @@ int cmd_doctor(int argc, char** argv) {
     return 0;
   }
   // The report is what was asked for, not progress: stdout, so `frugal doctor > report.txt` keeps it.
+  // What it did not make itself (the workspace's path, names the system gives) is escaped.
   std::ostream& out = std::cout;
   out << "frugal " << kVersion << "\n"
-      << "CPU       " << sys.cpu_model << ", " << sys.cpu_cores << " cores\n"
+      << "CPU       " << printable(sys.cpu_model) << ", " << sys.cpu_cores << " cores\n"
       << "RAM       " << format_size(sys.ram_total) << " (" << format_size(sys.ram_available) << " available)\n"
       << "disk      " << format_size(sys.disk_free) << " free of " << format_size(sys.disk_total) << " at "
-      << sys.workspace.string() << "; workspace uses " << format_size(sys.workspace_bytes) << "\n"
+      << printable(sys.workspace.string()) << "; workspace uses " << format_size(sys.workspace_bytes) << "\n"
       << "LibTorch  " << build.torch_version
       << (cudart ? ", CUDA " + cuda_version_string(static_cast<int>(cudart)) : std::string(", CPU only"))
       << (cudnn ? ", cuDNN " + std::to_string(cudnn) : std::string()) << "\n"
@@ -191,8 +193,8 @@ int cmd_doctor(int argc, char** argv) {
       << (build.archs.ptx.empty() ? "" : " (PTX: " + archs_string(build.archs.ptx) + ")") << "\n"
       << "driver    " << (driver.version.empty() ? "none" : driver.version) << "\n";
   for (const auto& g : gpu_list)
-    out << "GPU " << g.index << "     " << g.name << ", compute capability " << g.major << "." << g.minor << ", "
-        << format_size(g.total_memory) << "\n";
+    out << "GPU " << g.index << "     " << printable(g.name) << ", compute capability " << g.major << "." << g.minor
+        << ", " << format_size(g.total_memory) << "\n";
   // Several processes (torchrun): what each node would use.
   std::string backends;
   for (const auto& b : distributed_backends()) backends += (backends.empty() ? "" : ", ") + b;
@@ -201,8 +203,9 @@ int cmd_doctor(int argc, char** argv) {
                            : "a node runs up to " + std::to_string(gpu_list.size()) + " GPU rank" +
                                  (gpu_list.size() == 1 ? "" : "s") + " (--nproc-per-node), rank i on GPU i")
       << "\n";
-  for (const auto& w : warnings) out << "warning: " << w << "\n";
-  for (const auto& f : fixes) out << "fix:     " << f << "   # what scripts/setup.sh does in .venv; then rebuild\n";
+  for (const auto& w : warnings) out << "warning: " << printable(w) << "\n";
+  for (const auto& f : fixes)
+    out << "fix:     " << printable(f) << "   # what scripts/setup.sh does in .venv; then rebuild\n";
   return 0;
 }
 
