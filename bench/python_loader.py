@@ -34,8 +34,8 @@ def timed(make_epoch, seconds):
 
 def frugal_side(a):
     import frugal
-    # The training subset, as a training loop reads it: 95% of the archive (val_split 0 would also
-    # hold out 5%); an image costs the same whichever subset it is in.
+    # The training subset, as a training loop reads it: 95% of the archive (the default split);
+    # an image costs the same whichever subset it is in.
     loader = frugal.Loader(a.archive, batch_size=a.batch_size, image_size=a.image_size, train=True, seed=0,
                            workers=a.workers, val_split=0.05, subset="train", device="cpu")
     return timed(lambda: loader, a.seconds)

@@ -9,6 +9,53 @@
 
 namespace frugal {
 
+namespace {
+
+// Every file left out is counted by reason at the start, not found missing at the end.
+void say_used(const std::string& path, const Dataset& ds) {
+  note(path + ": " + count_of(ds.size(), "image") + " in " + count_of(ds.classes().size(), "class", "classes") +
+       "; skipped: " + ds.skipped().summary());
+}
+
+// One class trains to loss 0 and "100%" without learning anything.
+void check_classes(const std::string& data, const std::vector<std::string>& classes, const SkipReport& skipped) {
+  if (classes.size() >= 2) return;
+  std::string found = classes.empty() ? std::string("no class") : "only class \"" + classes[0] + "\"";
+  for (const auto& [name, why] : skipped.empty_classes)
+    found += "; class \"" + name + "\" had no image frugal reads: " + why;
+  fail(ErrorKind::invalid, data, "images of at least 2 classes to train a classifier", found,
+       "add images of other classes (one folder per class, labels.csv or a label pattern)");
+}
+
+// Which split trains and which validates, said in one line, on data whose top level is split
+// folders or whose parquet files are named by split.
+void say_splits(const std::string& data, const Dataset& all, bool val_folder) {
+  if (const auto& files = all.split_files())
+    note(data + ": parquet files named by split: training on " + files->train +
+         (val_folder ? "; validating on " + files->validation : std::string()) +
+         (files->test.empty() ? std::string() : "; not read: " + files->test));
+  else if (!all.split_folder().empty())
+    note(data + ": its top level is split folders: training on " + all.split_folder() +
+         (val_folder ? ", validating on " + all.validation_folder() : std::string()));
+}
+
+// A stable fraction of the training data validates: 5% when unset (said), nothing with 0 (said:
+// no validation figures, best.safetensors the newest).
+void split_off_validation(const TrainValOptions& o, const Dataset& all, TrainVal& out) {
+  const double f = o.val_split.value_or(0.05);
+  std::tie(out.train, out.val) = all.split_val(f);
+  out.decided["val_split"] = f;
+  out.decided["validation"] = f > 0 ? nlohmann::json(out.decided["train"].get<std::string>() + " (a stable " +
+                                                     std::to_string(std::lround(f * 100)) + "%)")
+                                    : nlohmann::json(nullptr);
+  if (!o.val_split)
+    note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
+  else if (f == 0)
+    note("no validation ({val_split} 0): no validation figures, and best.safetensors is the newest checkpoint");
+}
+
+}  // namespace
+
 TrainVal open_train_val(const TrainValOptions& o) {
   TrainVal out;
   DatasetOptions d = o.dataset;
@@ -16,35 +63,17 @@ TrainVal open_train_val(const TrainValOptions& o) {
   data_options.root = o.data_root;  // --data's alone: --val names its own folder
   auto all = Dataset::open(o.data, data_options);
   out.classes = all->classes();
-  // Every file left out is counted by reason at the start, not found missing at the end.
-  auto say_used = [&](const std::string& path, const Dataset& ds) {
-    note(path + ": " + count_of(ds.size(), "image") + " in " + count_of(ds.classes().size(), "class", "classes") +
-         "; skipped: " + ds.skipped().summary());
-  };
   say_used(o.data, *all);
   const SkipReport skipped = all->skipped();
   out.skipped = skipped.counts;
-  // One class trains to loss 0 and "100%" without learning anything.
-  if (out.classes.size() < 2) {
-    std::string found = out.classes.empty() ? std::string("no class") : "only class \"" + out.classes[0] + "\"";
-    for (const auto& [name, why] : skipped.empty_classes)
-      found += "; class \"" + name + "\" had no image frugal reads: " + why;
-    fail(ErrorKind::invalid, o.data, "images of at least 2 classes to train a classifier", found,
-         "add images of other classes (one folder per class, labels.csv or a label pattern)");
-  }
+  check_classes(o.data, out.classes, skipped);
   // A top level of train/ val/ test/ (or parquet files named train-*, validation-*, test-*):
   // trained on train, validated on the validation split unless --val names other data; the split
   // names are never classes, test is never trained on.
   const auto& files = all->split_files();
   const bool val_folder = o.val.empty() && (files ? !files->validation.empty() : !all->validation_folder().empty());
   const std::string val_where = files ? files->glob[1] : o.data + ":" + all->validation_folder();
-  if (files)
-    note(o.data + ": parquet files named by split: training on " + files->train +
-         (val_folder ? "; validating on " + files->validation : std::string()) +
-         (files->test.empty() ? std::string() : "; not read: " + files->test));
-  else if (!all->split_folder().empty())
-    note(o.data + ": its top level is split folders: training on " + all->split_folder() +
-         (val_folder ? ", validating on " + all->validation_folder() : std::string()));
+  say_splits(o.data, *all, val_folder);
   out.decided["train"] = files ? files->train : o.data + (all->split_folder().empty() ? "" : ":" + all->split_folder());
   if (val_folder) {
     d.channels = all->channels();
@@ -71,17 +100,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
            count_of(out.val->classes().size(), "class", "classes") + ", not all matching",
            "give a validation archive with the same class names");
   } else {
-    // --val-split 0 holds out nothing: no validation, said (best.safetensors is then the newest).
-    const double f = o.val_split.value_or(0.05);
-    std::tie(out.train, out.val) = all->split_val(f);
-    out.decided["val_split"] = f;
-    out.decided["validation"] = f > 0 ? nlohmann::json(out.decided["train"].get<std::string>() + " (a stable " +
-                                                       std::to_string(std::lround(f * 100)) + "%)")
-                                      : nlohmann::json(nullptr);
-    if (!o.val_split)
-      note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
-    else if (f == 0)
-      note("no validation ({val_split} 0): no validation figures, and best.safetensors is the newest checkpoint");
+    split_off_validation(o, *all, out);
   }
   if (!o.dataset.labels.empty())
     out.decided["labels"] =

@@ -124,6 +124,7 @@ class Session {
   void start_time_budget();
   void update_plan(bool after_eval);
   void replan_for_new_budget();
+  EvalResult evaluate_epoch(double& secs);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
   void write_config();
 
@@ -979,6 +980,20 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
   }
 }
 
+// The epoch's evaluation, its seconds in `secs`; with nothing to validate on (--val-split 0) none:
+// 0 samples, and the run's last validation accuracy stays unset, so best.safetensors is the newest.
+EvalResult Session::evaluate_epoch(double& secs) {
+  secs = 0;
+  if (val_->size() == 0) return {};
+  auto t0 = env_.steady_now();
+  const Collective::Evaluation how = group_->for_evaluation(*model_, *val_loader_, eval_options_);
+  EvalResult e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
+  secs = seconds_since(t0, env_.steady_now());
+  stop_->eval_took(secs);
+  last_val_accuracy_ = e.accuracy;
+  return e;
+}
+
 void Session::end_of_epoch(std::int64_t epoch) {
   // An epoch shorter than the steps timed for the first plan is planned here, before writing.
   if (time_budget_ && !time_budget_->planned()) {
@@ -987,18 +1002,9 @@ void Session::end_of_epoch(std::int64_t epoch) {
   }
   const double step_comm = group_->comm_seconds() - comm_at_epoch_start_;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
-  // --val-split 0: nothing to validate on, so no validation figures (best.safetensors: the newest).
-  const bool validating = val_->size() > 0;
-  EvalResult e;
   double secs = 0;
-  if (validating) {
-    auto t0 = env_.steady_now();
-    const Collective::Evaluation how = group_->for_evaluation(*model_, *val_loader_, eval_options_);
-    e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
-    secs = seconds_since(t0, env_.steady_now());
-    stop_->eval_took(secs);
-    last_val_accuracy_ = e.accuracy;
-  }
+  const EvalResult e = evaluate_epoch(secs);
+  const bool validating = e.samples > 0;  // --val-split 0: no validation figures (best: the newest)
   epochs_done_ = epoch + 1;
   nlohmann::json per = e.to_json(classes_)["per_class"];
   // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
