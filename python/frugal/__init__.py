@@ -62,6 +62,16 @@ def _text(v):
     return "" if v is None else os.fspath(v)
 
 
+def _size_text(v, name):
+    """A size keyword (bytes as an int, or "512M") as the core parses it; None stays None."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return str(v)
+    raise _error("usage", f"{name}=: expected a number of bytes or a size such as \"512M\", found {v!r}; "
+                 f"give e.g. {name}=\"1G\"")
+
+
 # What the core notes when a loader opens its data (its size and classes, "validating on a stable
 # 5%") is said once per data and line in a process: a notebook that makes loaders in a loop sees it
 # once, not on every pass. The core keeps those lines for us (Loader.notes: caught on the thread
@@ -100,13 +110,17 @@ class Loader:
     a DataLoader. Its threads do not survive fork() (torchcodec#766, decord#294), so it refuses to
     run in a forked process such as a DataLoader worker; use it in the main process in place of the
     DataLoader. While it waits for a batch the GIL is released.
+
+    An image or array file larger than `max_file_bytes` (bytes, or a size such as "512M"; None:
+    256 MiB) is skipped when DATA is opened and counted in the notes, as `frugal train
+    --max-file-bytes` does: nothing that large is read into memory.
     """
 
     def __init__(self, data, batch_size=64, image_size=224, train=True, seed=0, workers=2, val_split=None,
                  subset="train", device="cpu", rank=None, world_size=None, *, normalize=False, val=None,
                  shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
                  images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
-                 prefetch=4):
+                 prefetch=4, max_file_bytes=None):
         info = torch.utils.data.get_worker_info()
         if info is not None:
             raise _error("usage", "frugal.Loader: expected the main process, found DataLoader worker "
@@ -122,7 +136,8 @@ class Loader:
             channels=channels, max_bad_fraction=max_bad_fraction, batch_size=batch_size, image_size=image_size,
             train=train, seed=seed, workers=workers, shuffle=train if shuffle is None else shuffle,
             drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
-            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size)
+            rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size,
+            max_file_bytes=_size_text(max_file_bytes, "max_file_bytes"))
         _say_new_lines(_text(data), self._core.notes)
         self.batch_size = batch_size
         self.image_size = image_size

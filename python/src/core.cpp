@@ -405,7 +405,8 @@ PYBIND11_MODULE(_core, m) {
                        std::string data_root, std::string labels, std::string label_pattern, std::string label_columns,
                        std::string images_dir, std::string class_names, int channels, double max_bad_fraction,
                        int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
-                       bool drop_last, bool pin_memory, int prefetch, int rank, int world) {
+                       bool drop_last, bool pin_memory, int prefetch, int rank, int world,
+                       std::optional<std::string> max_file_bytes) {
              LoaderArgs a;
              a.data = std::move(data);
              a.val = std::move(val);
@@ -419,6 +420,7 @@ PYBIND11_MODULE(_core, m) {
              a.dataset.class_names = std::move(class_names);
              a.dataset.channels = channels;
              a.dataset.max_bad_fraction = max_bad_fraction;
+             if (max_file_bytes) a.dataset.max_file_bytes = parse_size(*max_file_bytes);
              a.loader.batch_size = batch_size;
              a.loader.image_size = image_size;
              a.loader.train = train;
@@ -436,7 +438,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("labels"), py::arg("label_pattern"), py::arg("label_columns"), py::arg("images_dir"),
            py::arg("class_names"), py::arg("channels"), py::arg("max_bad_fraction"), py::arg("batch_size"),
            py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"), py::arg("shuffle"),
-           py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"))
+           py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"),
+           py::arg("max_file_bytes"))
       .def("start", &PyLoader::start, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::next)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)

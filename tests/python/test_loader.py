@@ -167,3 +167,25 @@ def test_the_gil_is_released_while_a_batch_is_waited_for(tmp_path):
         t.join()
     assert waited > 0.05, f"the batch came in {waited:.3f} s: nothing was waited for"
     assert progress > 1000, f"the Python thread made {progress} steps in {waited:.2f} s: the GIL was held"
+
+
+def test_max_file_bytes_skips_a_larger_file_and_a_raised_cap_reads_it(tmp_path, capfd):
+    from PIL import Image
+    for c in ("a", "b"):
+        (tmp_path / "d" / c).mkdir(parents=True)
+        for i in range(4):
+            Image.new("RGB", (16, 16), (60 * i, 40, 90)).save(tmp_path / "d" / c / f"{i}.png")
+    big = tmp_path / "d" / "a" / "big.jpg"
+    Image.new("RGB", (16, 16), (200, 10, 10)).save(big)
+    os.truncate(big, 2 << 20)  # a photo followed by zeros (sparse): 2 MiB
+    small = frugal.Loader(tmp_path / "d", batch_size=4, image_size=16, val_split=0, max_file_bytes="1M")
+    err = capfd.readouterr().err
+    assert small.num_samples == 8
+    assert "1 larger than max_file_bytes= (1.00 MiB)" in err and "big.jpg" in err, err
+    for raised in (2 << 20, "4M"):
+        loader = frugal.Loader(tmp_path / "d", batch_size=3, image_size=16, val_split=0, max_file_bytes=raised)
+        assert loader.num_samples == 9
+        assert sum(len(y) for _, y in loader) == 9 and loader._core.samples_bad == 0
+    with pytest.raises(frugal.Error, match="max_file_bytes=") as e:
+        frugal.Loader(tmp_path / "d", batch_size=4, max_file_bytes=-1)
+    assert e.value.kind == "usage"
