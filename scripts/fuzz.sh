@@ -3,6 +3,8 @@
 # UBSan in build-fuzz/, then runs each for FUZZ_SECONDS (default 20) over its seed corpus
 # fuzz/corpus/<name>/. New inputs go to build-fuzz/corpus/<name>/ (the repository's corpus stays
 # small); crash inputs to build-fuzz/artifacts/. Exits non-zero when any target crashes.
+# A target's own libFuzzer flags, one a line, in fuzz/<name>.options come after the defaults (the
+# later flag wins), e.g. decompress's -malloc_limit_mb: the 2 GiB dictionary its limits allow.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
@@ -22,8 +24,10 @@ for frag in "$ROOT"/fuzz/*.cmake; do
   ninja -C "$BUILD" -j2 "${name}_fuzz"
   mkdir -p "$BUILD/corpus/$name" "$BUILD/artifacts/$name" "$ROOT/fuzz/corpus/$name"
   echo "fuzz.sh: running ${name}_fuzz for ${SECONDS_EACH}s" >&2
+  own=()
+  [[ -f $ROOT/fuzz/$name.options ]] && mapfile -t own < <(grep -v '^#' "$ROOT/fuzz/$name.options" | grep .)
   if ! UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$BUILD/fuzz/${name}_fuzz" \
-      -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${own[@]}" \
       -artifact_prefix="$BUILD/artifacts/$name/" "$BUILD/corpus/$name" "$ROOT/fuzz/corpus/$name" \
       >"$BUILD/${name}_fuzz.log" 2>&1; then
     echo "fuzz.sh: ${name}_fuzz FAILED; input in $BUILD/artifacts/$name/, log $BUILD/${name}_fuzz.log:" >&2

@@ -231,6 +231,23 @@ DataSpec parse_data_spec(const std::string& text) {
   return {text, ""};
 }
 
+std::optional<fs::path> decompressed_cache_file(const std::string& data, const fs::path& dir) {
+  const fs::path base = parse_data_spec(data).base;
+  if (!exists(base.string()) || is_dir(base.string())) return std::nullopt;
+  try {
+    if (!is_compressed_tar(file_type(base))) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;  // unreadable: opening the data says so
+  }
+  fs::path in = dir;
+  if (in.empty()) {
+    const fs::path cache = default_index_cache_dir();
+    if (cache.empty()) return std::nullopt;
+    in = cache / "decompressed";
+  }
+  return decompressed_tar_path(base, in);
+}
+
 bool is_shard_pattern(const std::string& text) {
   if (exists(text)) return false;
   const auto open = text.find('{');

@@ -1,5 +1,6 @@
 // Streaming decompression of a compressed tar into the cache folder: memory is two 1 MiB buffers and
-// the decoder's state, whatever the file's size.
+// the decoder's state (a window or dictionary of at most kMaxDecoderWindow), whatever the file's
+// size or says; disk is what the budget allows (decompress.h).
 #include "frugal/archive/decompress.h"
 
 #include <bzlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <chrono>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include <span>
 #include <thread>
 
+#include "archive/decompress_stream.h"
 #include "frugal/util/env.h"
 #include "frugal/util/error.h"
 #include "frugal/archive/file_type.h"
@@ -92,7 +95,7 @@ class ZstdDecoder final : public Decoder {
   explicit ZstdDecoder(std::string where) : where_(std::move(where)), d_(ZSTD_createDStream()), out_(kBuf) {
     if (!d_) fail(ErrorKind::io, "zstd", "a decompression stream", "out of memory", "");
     // A frame may ask for a window of up to 2 GiB (zstd --long=31); zstd's own default limit is 128 MiB.
-    ZSTD_DCtx_setParameter(d_, ZSTD_d_windowLogMax, 31);
+    ZSTD_DCtx_setParameter(d_, ZSTD_d_windowLogMax, kZstdWindowLogMax);
   }
   ~ZstdDecoder() override { ZSTD_freeDStream(d_); }
   void feed(std::span<const std::uint8_t> in, const std::function<void(std::span<const std::uint8_t>)>& emit) override {
@@ -100,6 +103,11 @@ class ZstdDecoder final : public Decoder {
     while (ib.pos < ib.size) {
       ZSTD_outBuffer ob{out_.data(), out_.size(), 0};
       last_ = ZSTD_decompressStream(d_, &ob, &ib);
+      if (ZSTD_getErrorCode(last_) == ZSTD_error_frameParameter_windowTooLarge)
+        fail(ErrorKind::invalid, where_,
+             "zstd frames whose window is at most " + format_size(kMaxDecoderWindow) + " (window log 31)",
+             "a frame that asks for a larger one (more memory than frugal gives a decoder)",
+             "recompress it with a smaller window, or decompress it yourself (zstd -d) and give the .tar");
       if (ZSTD_isError(last_)) corrupt(where_, std::string("corrupt zstd data (") + ZSTD_getErrorName(last_) + ")");
       emit(std::span<const std::uint8_t>(out_.data(), ob.pos));
     }
@@ -116,7 +124,8 @@ class ZstdDecoder final : public Decoder {
 class XzDecoder final : public Decoder {
  public:
   explicit XzDecoder(std::string where) : where_(std::move(where)), out_(kBuf) {
-    if (lzma_stream_decoder(&s_, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+    // The limit holds for every stream of the file: a later one cannot ask for more than the first.
+    if (lzma_stream_decoder(&s_, kXzMemLimit, LZMA_CONCATENATED) != LZMA_OK)
       fail(ErrorKind::io, "liblzma", "a decompression stream", "out of memory", "");
   }
   ~XzDecoder() override { lzma_end(&s_); }
@@ -136,6 +145,13 @@ class XzDecoder final : public Decoder {
       s_.next_out = out_.data();
       s_.avail_out = out_.size();
       const lzma_ret rc = lzma_code(&s_, action);
+      if (rc == LZMA_MEMLIMIT_ERROR)
+        fail(ErrorKind::invalid, where_,
+             "xz streams whose decoder needs at most " + format_size(kXzMemLimit) +
+                 " of memory (a dictionary of at most " + format_size(kMaxDecoderWindow) +
+                 ", as a zstd window; xz -9 uses 64 MiB)",
+             "a stream whose decoder would need " + format_size(lzma_memusage(&s_)),
+             "recompress it with a smaller dictionary, or decompress it yourself (xz -dk) and give the .tar");
       if (rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR) corrupt(where_, "corrupt xz data");
       emit(std::span<const std::uint8_t>(out_.data(), out_.size() - s_.avail_out));
       if (rc == LZMA_STREAM_END) ended_ = true;
@@ -258,23 +274,40 @@ fs::path cached_tar_path(const fs::path& dir, const fs::path& path, const Source
   return dir / (stem_of(path) + "-" + hash + ".tar");
 }
 
-// The decompressed bytes on their way to the cached tar: stops (nothing kept) past `max_bytes`
-// ({disk_budget}) or when the disk under `dir` runs low, looked at every 64 MiB.
+// The decompressed bytes on their way to the cached tar, through a byte budget: `max_bytes` (what is
+// left of {disk_budget}) and the free space of `dir` less its reserve (decompress_reserve), measured
+// at the start, every 64 MiB and before any write that would pass it. The write that would pass
+// either is not made: Error(budget), and the temporary is removed (nothing kept).
 class TarSink {
  public:
   TarSink(Env& env, const fs::path& out, const fs::path& source, const fs::path& dir,
           std::optional<std::uint64_t> max_bytes)
-      : env_(env), w_(env, out), source_(source), dir_(dir), max_bytes_(max_bytes) {}
+      : env_(env),
+        w_(env, out),
+        source_(source),
+        dir_(dir),
+        max_bytes_(max_bytes),
+        reserve_(decompress_reserve(env.disk_size(dir))) {
+    measure_free_space();
+  }
+
+  // Refuses before writing when the decompressed size is known (`how`: where it was read) and
+  // would not fit.
+  void expect(std::uint64_t bytes, const std::string& how) {
+    if (max_bytes_ && bytes > *max_bytes_) over_budget(bytes, how);
+    if (bytes > room_until_) over_free_space(bytes, how);
+  }
 
   void append(std::span<const std::uint8_t> piece) {
     if (piece.empty()) return;
-    written_ += piece.size();
-    if (max_bytes_ && written_ > *max_bytes_)
-      fail(ErrorKind::budget, source_.string(), "a tar that fits in " + format_size(*max_bytes_) + " ({disk_budget})",
-           "more than that when decompressed (stopped at " + format_size(written_) + ", nothing kept)",
-           "raise {disk_budget} or free space, or decompress it yourself where there is room");
-    if (written_ - checked_at_ >= kCheckEvery || checked_at_ == 0) check_free_space();
+    const std::uint64_t after = written_ + piece.size();
+    if (max_bytes_ && after > *max_bytes_) over_budget(after, "");
+    if (after > room_until_ || written_ - checked_at_ >= kCheckEvery) {
+      measure_free_space();
+      if (after > room_until_) over_free_space(after, "");
+    }
     w_.file().append(piece.data(), piece.size());
+    written_ = after;
   }
   std::uint64_t written() const { return written_; }
   void commit() { w_.commit(); }
@@ -282,13 +315,31 @@ class TarSink {
  private:
   static constexpr std::uint64_t kCheckEvery = std::uint64_t{64} << 20;
 
-  void check_free_space() {
+  void measure_free_space() {
     checked_at_ = written_;
-    const std::uint64_t free = env_.free_space(dir_);
-    if (free < kCheckEvery)
-      fail(ErrorKind::budget, dir_.string(), "room to decompress " + source_.filename().string(),
-           format_size(free) + " free after " + format_size(written_) + " written (nothing kept)",
-           "free space on that disk, or decompress it yourself where there is room");
+    free_ = env_.free_space(dir_);
+    room_until_ = written_ + (free_ > reserve_ ? free_ - reserve_ : 0);
+  }
+  // `how` empty: `need` is what decompressing needed so far.
+  std::string needed(std::uint64_t need, const std::string& how) const {
+    return how.empty() ? "more than that: " + format_size(need) + " needed so far (stopped after writing " +
+                             format_size(written_) + ", nothing kept)"
+                       : format_size(need) + " (" + how + "; nothing written)";
+  }
+  [[noreturn]] void over_budget(std::uint64_t need, const std::string& how) const {
+    fail(ErrorKind::budget, source_.string(),
+         "a decompressed tar within the " + format_size(*max_bytes_) +
+             " left of {disk_budget} (it counts against the budget wherever the cache folder " + dir_.string() + " is)",
+         needed(need, how),
+         "raise {disk_budget} or free room in the workspace, or decompress it yourself where there is room");
+  }
+  [[noreturn]] void over_free_space(std::uint64_t need, const std::string& how) const {
+    fail(ErrorKind::budget, source_.string(),
+         "a decompressed tar that leaves the last " + format_size(reserve_) + " of the disk of " + dir_.string() +
+             " free (5% of it, at most 1 GiB: decompressing never takes them)",
+         needed(need, how) + "; " + format_size(free_) + " free there now",
+         "free space on that disk, set FRUGAL_CACHE_DIR to a folder on a disk with room, or decompress it "
+         "yourself where there is room");
   }
 
   Env& env_;
@@ -296,8 +347,21 @@ class TarSink {
   const fs::path& source_;
   const fs::path& dir_;
   std::optional<std::uint64_t> max_bytes_;
-  std::uint64_t written_ = 0, checked_at_ = 0;
+  std::uint64_t reserve_;
+  std::uint64_t written_ = 0, checked_at_ = 0, free_ = 0, room_until_ = 0;
 };
+
+// The size a zstd file's first frame states (a lower bound of the whole: later frames only add),
+// when it states one.
+std::optional<std::uint64_t> stated_size(int fd, const fs::path& path, FileType type, std::uint64_t size) {
+  if (type != FileType::zstd) return std::nullopt;
+  std::uint8_t head[18];  // a frame header's largest size (ZSTD_FRAMEHEADERSIZE_MAX, not public API)
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(sizeof head, size));
+  pread_full(fd, head, n, 0, path.string());
+  const unsigned long long stated = ZSTD_getFrameContentSize(head, n);
+  if (stated == ZSTD_CONTENTSIZE_UNKNOWN || stated == ZSTD_CONTENTSIZE_ERROR) return std::nullopt;
+  return stated;
+}
 
 // Runs the `size` bytes of `fd` through `decoder` into `sink`; throws when the input ends inside a stream.
 void decompress_file(int fd, const fs::path& path, std::uint64_t size, Decoder& decoder, TarSink& sink) {
@@ -314,6 +378,19 @@ void decompress_file(int fd, const fs::path& path, std::uint64_t size, Decoder& 
   if (auto* xz = dynamic_cast<XzDecoder*>(&decoder)) xz->finish(emit);
   progress.finish();
   if (!decoder.complete()) corrupt(path.string(), "data that ends inside a stream");
+}
+
+// A tar made by an earlier run, reused: it too must fit in what is left of {disk_budget}.
+DecompressedTar reuse(const fs::path& out, const fs::path& source, std::optional<std::uint64_t> max_bytes) {
+  struct stat o {};
+  ::lstat(out.c_str(), &o);
+  const auto bytes = static_cast<std::uint64_t>(o.st_size);
+  if (max_bytes && bytes > *max_bytes)
+    fail(ErrorKind::budget, source.string(),
+         "a decompressed tar within the " + format_size(*max_bytes) + " left of {disk_budget}",
+         out.string() + " of " + format_size(bytes) + ", decompressed earlier (it counts against the budget)",
+         "raise {disk_budget}, or decompress it yourself where there is room and give the .tar");
+  return {out, bytes, true};
 }
 
 }  // namespace
@@ -333,14 +410,12 @@ DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::o
   // One decompression into `dir` at a time: ranks started together would each write the same file.
   std::optional<FileLock> lock;
   while (!(lock = FileLock::try_lock(dir))) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  if (reusable(out, sidecar, stamp)) {
-    struct stat o {};
-    ::lstat(out.c_str(), &o);
-    return {out, static_cast<std::uint64_t>(o.st_size), true};
-  }
+  if (reusable(out, sidecar, stamp)) return reuse(out, path, max_bytes);
 
   std::unique_ptr<Decoder> decoder = decoder_for(type.type, path.string());
   TarSink sink(env, out, path, dir, max_bytes);
+  if (const auto stated = stated_size(in.get(), path, type.type, stamp.size))
+    sink.expect(*stated, "at least that: the size its first zstd frame states");
   decompress_file(in.get(), path, stamp.size, *decoder, sink);
   sink.commit();
   const nlohmann::json j = {{"format", "frugal-decompressed"},
@@ -355,6 +430,26 @@ DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::o
 
 DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::optional<std::uint64_t> max_bytes) {
   return decompress_tar(path, dir, max_bytes, Env::real());
+}
+
+std::uint64_t decompress_reserve(std::uint64_t disk_bytes) {
+  return std::min<std::uint64_t>(disk_bytes / 20, std::uint64_t{1} << 30);
+}
+
+fs::path decompressed_tar_path(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  SourceStamp stamp;
+  stamp.path = fs::absolute(path, ec).lexically_normal().string();
+  return cached_tar_path(dir, path, stamp);
+}
+
+void decompress_bytes(FileType type, std::span<const std::uint8_t> in, const std::string& where,
+                      const std::function<void(std::span<const std::uint8_t>)>& emit) {
+  std::unique_ptr<Decoder> decoder = decoder_for(type, where);
+  if (!decoder) fail(ErrorKind::unsupported, where, "gzip, zstd, xz or bzip2 data", "another type", "");
+  decoder->feed(in, emit);
+  if (auto* xz = dynamic_cast<XzDecoder*>(decoder.get())) xz->finish(emit);
+  if (!decoder->complete()) corrupt(where, "data that ends inside a stream");
 }
 
 }  // namespace frugal

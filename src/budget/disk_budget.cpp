@@ -167,10 +167,30 @@ DiskBudget::DiskBudget(fs::path workspace, DiskBudgetOptions options, Env& env)
 
 DiskBudget::~DiskBudget() { stop_watcher(); }
 
+namespace {
+
+// Whether `file` lies inside `dir` (links resolved, as far as they exist).
+bool is_inside(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path f = fs::weakly_canonical(file, ec);
+  fs::path d = fs::weakly_canonical(dir, ec);
+  if (d.has_relative_path() && d.filename().empty()) d = d.parent_path();  // "ws/" names ws
+  return std::mismatch(d.begin(), d.end(), f.begin(), f.end()).first == d.end();
+}
+
+}  // namespace
+
+std::uint64_t DiskBudget::used() const {
+  std::uint64_t used = measure_usage(workspace_).total();
+  for (const auto& f : options_.counted)
+    if (!is_inside(f, workspace_)) used += allocated_size(f);
+  return used;
+}
+
 std::uint64_t DiskBudget::available() {
   std::uint64_t room = env_.free_space(workspace_);
   if (options_.limit) {
-    std::uint64_t used = measure_usage(workspace_).total();
+    const std::uint64_t used = this->used();
     room = std::min(room, used >= *options_.limit ? 0 : *options_.limit - used);
   }
   known_room_ = room;

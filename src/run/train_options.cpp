@@ -141,7 +141,7 @@ std::vector<Row> make_rows() {
        [](const TrainConfig& c) -> nlohmann::json { return c.data_root; }});
   add({"cache_decompressed", nullptr,
        "a compressed tar is decompressed once into the cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal), "
-       "within --disk-budget, and read from there",
+       "counted against --disk-budget wherever that folder is, and read from there",
        Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.cache_decompressed, t); },
        nullptr});
   add({"max_pixels", nullptr, "larger images count as bad", Kind::value, false, false,

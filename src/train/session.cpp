@@ -9,6 +9,7 @@
 #include <cmath>
 #include <optional>
 
+#include "frugal/archive/data_source.h"
 #include "frugal/budget/budget.h"
 #include "frugal/budget/watchdog.h"
 #include "frugal/checkpoint/checkpoint.h"
@@ -44,6 +45,30 @@ double seconds_since(Env::SteadyTime t0, Env::SteadyTime t1) { return std::chron
 
 std::string count(std::int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// What {disk_budget} counts: the workspace (--workspace, else the run folder's parent), and the
+// tars {cache_decompressed} makes of DATA and VAL wherever the cache folder is.
+DiskBudgetOptions budget_options(const TrainConfig& c, const fs::path& run_dir, fs::path& workspace) {
+  DiskBudgetOptions bo;
+  bo.limit = c.disk_budget.bytes;
+  bo.own_folder = run_dir;
+  workspace = c.workspace.empty() ? fs::absolute(run_dir).parent_path() : fs::path(c.workspace);
+  if (c.cache_decompressed)
+    for (const std::string* data : {&c.data, &c.val})
+      if (!data->empty())
+        if (auto f = decompressed_cache_file(*data)) bo.counted.push_back(*f);
+  return bo;
+}
+
+// What is left of {disk_budget} for those tars: the limit less all else it counts (their own bytes
+// from an earlier run are left out: the tar is made again or reused as it is).
+std::uint64_t cache_budget(const TrainConfig& c, const fs::path& run_dir, Env& env) {
+  fs::path ws;
+  const DiskBudgetOptions bo = budget_options(c, run_dir, ws);
+  std::uint64_t used = DiskBudget(ws, bo, env).used();
+  for (const auto& f : bo.counted) used -= std::min(used, allocated_size(f));
+  return used >= *bo.limit ? 0 : *bo.limit - used;
 }
 
 // Everything one run holds; the loop below reads as the algorithm.
@@ -212,7 +237,7 @@ void Session::open_data() {
   d.name_encoding = c_.name_encoding;
   d.exif_orientation = c_.exif_orientation;
   d.cache_decompressed = c_.cache_decompressed;
-  if (c_.disk_budget) d.decompressed_max_bytes = c_.disk_budget.bytes;
+  if (c_.disk_budget) d.decompressed_max_bytes = cache_budget(c_, run_dir_, env_);
   TrainValOptions o;
   o.data = c_.data;
   o.val = c_.val;
@@ -516,10 +541,8 @@ void Session::prepare_resume() {
   manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
   if (watchdog_) watchdog_->set_resumable_probe([m = manager_.get()] { return m->resumable_step(); });
   if (c_.disk_budget && rank0()) {  // only rank 0 writes
-    DiskBudgetOptions bo;
-    bo.limit = c_.disk_budget.bytes;
-    bo.own_folder = run_dir_;
-    fs::path ws = c_.workspace.empty() ? fs::absolute(run_dir_).parent_path() : fs::path(c_.workspace);
+    fs::path ws;
+    const DiskBudgetOptions bo = budget_options(c_, run_dir_, ws);
     budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
     budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
     manager_->set_disk_budget(budget_.get());

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -138,6 +139,12 @@ class PosixEnv : public Env {
 };
 
 }  // namespace
+
+std::uint64_t Env::disk_size(const std::filesystem::path& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) fail_errno("statvfs", path.string(), errno);
+  return static_cast<std::uint64_t>(st.f_blocks) * st.f_frsize;
+}
 
 Env& Env::real() {
   static PosixEnv env;

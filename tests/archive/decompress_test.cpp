@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "budget/fault_env.h"
@@ -37,6 +38,15 @@ half = len(raw) // 2
 open(d + "/two.tgz", "wb").write(gzip.compress(raw[:half]) + gzip.compress(raw[half:]))
 open(d + "/two.tar.bz2", "wb").write(bz2.compress(raw[:half]) + bz2.compress(raw[half:]))
 open(d + "/two.tar.xz", "wb").write(lzma.compress(raw[:half]) + lzma.compress(raw[half:]))
+# A second stream whose block header declares LZMA2's largest dictionary, 4 GiB - 1 (props byte
+# 40; its CRC-32 made right): a decoder without a memory limit allocates that for it.
+import struct, zlib
+s = bytearray(lzma.compress(raw[half:], format=lzma.FORMAT_XZ, filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1 << 20}]))
+size = (s[12] + 1) * 4
+assert s[13:17] == bytes([0, 0x21, 1, 16]), s[12:12 + size].hex()  # one filter: LZMA2, 1 MiB
+s[16] = 40
+s[12 + size - 4:12 + size] = struct.pack("<I", zlib.crc32(bytes(s[12:12 + size - 4])))
+open(d + "/huge.tar.xz", "wb").write(lzma.compress(raw[:half]) + bytes(s))
 )PY";
 
 std::string zstd_frames(const std::string& data, std::size_t frames) {
@@ -50,6 +60,56 @@ std::string zstd_frames(const std::string& data, std::size_t frames) {
   }
   return out;
 }
+
+// A tar of one member of `bytes` zeros as one zstd frame that does not state its size (a stream,
+// as `tar c | zstd` writes it).
+std::string zstd_zeros(std::uint64_t bytes) {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
+  std::string out, buf(ZSTD_CStreamOutSize(), '\0');
+  auto put = [&](const std::string& piece, ZSTD_EndDirective how) {
+    ZSTD_inBuffer in{piece.data(), piece.size(), 0};
+    std::size_t left = 0;
+    do {
+      ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+      left = ZSTD_compressStream2(c, &o, &in, how);
+      out.append(buf.data(), o.pos);
+    } while (how == ZSTD_e_end ? left != 0 : in.pos < in.size);
+  };
+  put(testing::tar_header({"zeros.bin", '0', bytes}), ZSTD_e_continue);
+  const std::string zeros(1 << 20, '\0');
+  for (std::uint64_t done = 0; done < bytes; done += zeros.size())
+    put(zeros.substr(0, std::min<std::uint64_t>(zeros.size(), bytes - done)), ZSTD_e_continue);
+  put("", ZSTD_e_end);
+  ZSTD_freeCCtx(c);
+  return out;
+}
+
+// Writes nothing to the disk: appends are counted, and the free space shrinks by what was written,
+// as a real disk's does (FaultEnv's free_bytes at the start).
+class CountingEnv : public testing::FaultEnv {
+ public:
+  std::uint64_t written = 0;
+  std::vector<fs::path> created, removed;
+  std::unique_ptr<WritableFile> new_writable_file(const fs::path& path) override {
+    created.push_back(path);
+    return std::make_unique<Counted>(*this);
+  }
+  std::uint64_t free_space(const fs::path&) override { return free_bytes - std::min(free_bytes, written); }
+  bool remove_file(const fs::path& path) override {
+    removed.push_back(path);
+    return FaultEnv::remove_file(path);
+  }
+
+ private:
+  struct Counted : WritableFile {
+    explicit Counted(CountingEnv& env) : env(env) {}
+    void append(const void*, std::size_t n) override { env.written += n; }
+    void sync() override {}
+    void close() override {}
+    CountingEnv& env;
+  };
+};
 
 class Decompress : public ::testing::Test {
  protected:
@@ -130,7 +190,8 @@ TEST_F(Decompress, ABudgetTooSmallStopsItAndLeavesNothing) {
 
 TEST_F(Decompress, ADiskWithoutRoomStopsItAndLeavesNothing) {
   testing::FaultEnv env;
-  env.free_bytes = 10 << 20;
+  env.disk_bytes = 600 << 20;
+  env.free_bytes = 30 << 20;  // no more than the disk's last 5%, which decompressing never takes
   try {
     decompress_tar(d_ / "d.tar.gz", d_ / "cache", std::nullopt, env);
     FAIL();
@@ -188,6 +249,96 @@ TEST_F(Decompress, TwoProcessesAtOnceTakeTurnsAndShareTheFile) {
   EXPECT_NE(a.reused, b.reused);
   EXPECT_EQ(testing::read_all(a.tar), tar_);
   EXPECT_EQ(files_in(d_ / "cache").size(), 2u);  // the tar and its .source
+}
+
+// Issue 47: a 116 KB zstd bomb wrote 577 MiB to a 600 MB disk before it stopped (free space looked
+// at every 64 MiB, against a fixed 64 MiB). Now it writes through a byte budget, the free space
+// less the disk's last 5% (at most 1 GiB): it stops at that reserve, not past it, and keeps nothing.
+TEST_F(Decompress, AZstdBombStopsAtTheDisksReserveAndKeepsNothing) {
+  testing::write(d_ / "bomb.tar.zst", zstd_zeros(std::uint64_t{1} << 30));
+  ASSERT_LT(fs::file_size(d_ / "bomb.tar.zst"), 200000u);
+  CountingEnv env;
+  env.disk_bytes = 600 << 20;
+  env.free_bytes = 577 << 20;
+  const std::uint64_t reserve = decompress_reserve(env.disk_bytes);
+  EXPECT_EQ(reserve, 30u << 20);
+  try {
+    decompress_tar(d_ / "bomb.tar.zst", d_ / "cache", std::nullopt, env);
+    FAIL() << "decompressed the bomb";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::budget) << err.what();
+    for (const char* part : {"bomb.tar.zst", "needed so far", "FRUGAL_CACHE_DIR", "30.0 MiB"})
+      EXPECT_NE(std::string(err.what()).find(part), std::string::npos) << part << " not in: " << err.what();
+  }
+  EXPECT_GE(env.free_space(d_), reserve) << env.written << " bytes written";  // before: 1 MiB left
+  EXPECT_GT(env.written + (1 << 20), env.free_bytes - reserve);               // and it used the room it had
+  ASSERT_EQ(env.created.size(), 1u);
+  EXPECT_NE(std::find(env.removed.begin(), env.removed.end(), env.created[0]), env.removed.end());
+}
+
+// A size the file states that cannot fit is refused before anything is written.
+TEST_F(Decompress, AStatedSizeThatCannotFitIsRefusedBeforeWriting) {
+  CountingEnv env;
+  try {
+    decompress_tar(d_ / "d.tar.zst", d_ / "cache", tar_.size() - 1, env);
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::budget);
+    EXPECT_NE(std::string(err.what()).find("its first zstd frame states"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(env.written, 0u);
+}
+
+// Issue 47: an 18 KB .tar.gz was refused whenever less than 64 MiB was free. What it needs is what
+// it writes: a small tar fits on a nearly full disk, as long as the disk's last 5% stays free.
+TEST_F(Decompress, ASmallTarFitsOnANearlyFullDisk) {
+  testing::FaultEnv env;
+  env.disk_bytes = 600 << 20;
+  env.free_bytes = 40 << 20;  // 10 MiB above the reserve of 30 MiB
+  const DecompressedTar r = decompress_tar(d_ / "d.tar.gz", d_ / "cache", std::nullopt, env);
+  EXPECT_EQ(testing::read_all(r.tar), tar_);
+  EXPECT_EQ(r.tar, decompressed_tar_path(d_ / "d.tar.gz", d_ / "cache"));  // what a budget counts
+}
+
+// A tar made earlier counts against the budget too: reused only when it fits in what is left.
+TEST_F(Decompress, AReusedTarOverTheBudgetIsRefused) {
+  ASSERT_FALSE(decompress_tar(d_ / "d.tar.gz", d_ / "cache").reused);
+  try {
+    decompress_tar(d_ / "d.tar.gz", d_ / "cache", tar_.size() / 2);
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::budget);
+    EXPECT_NE(std::string(err.what()).find("decompressed earlier"), std::string::npos) << err.what();
+  }
+  EXPECT_TRUE(decompress_tar(d_ / "d.tar.gz", d_ / "cache", tar_.size()).reused);
+}
+
+// Issue 47: an xz file whose later stream declares a 4 GiB dictionary took 2.6 GB of memory. The
+// memory limit holds for every stream: refused (invalid) naming the file and the limit.
+TEST_F(Decompress, AnXzStreamAskingForMoreMemoryThanTheLimitIsRefused) {
+  try {
+    decompress_tar(d_ / "huge.tar.xz", d_ / "cache");
+    FAIL() << "decoded a stream with a 4 GiB dictionary";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::invalid) << err.what();
+    for (const char* part : {"huge.tar.xz", "at most 2.00 GiB", "would need 4.00 GiB"})
+      EXPECT_NE(std::string(err.what()).find(part), std::string::npos) << part << " not in: " << err.what();
+  }
+  EXPECT_TRUE(files_in(d_ / "cache").empty());
+}
+
+// zstd's window had its cap already; a frame over it now says so, naming the limit.
+TEST_F(Decompress, AZstdFrameOverTheWindowLimitIsRefusedNamingIt) {
+  // After a frame of the tar, a frame header: magic, descriptor 0 (no size, no checksum), window
+  // log 10 + 22 = 32; one empty raw block, the last.
+  testing::write(d_ / "wide.tar.zst", zstd_frames(tar_, 1) + std::string("\x28\xb5\x2f\xfd\x00\xb0\x01\x00\x00", 9));
+  try {
+    decompress_tar(d_ / "wide.tar.zst", d_ / "cache");
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::invalid) << err.what();
+    EXPECT_NE(std::string(err.what()).find("window is at most 2.00 GiB"), std::string::npos) << err.what();
+  }
 }
 
 }  // namespace

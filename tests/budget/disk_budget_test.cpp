@@ -55,6 +55,25 @@ TEST(DiskBudget, LimitCountsAgainstWorkspaceUsage) {
   EXPECT_EQ(b.available(), 100u);
 }
 
+// The tars --cache-decompressed makes of a run's data count against its budget wherever the cache
+// folder is; one inside the workspace is counted once, a missing one not at all.
+TEST(DiskBudget, CountedFilesCountWhereverTheyAreAndOnlyOnce) {
+  TempDir dir;
+  put(dir / "ws/data/a.zip", 4000);
+  put(dir / "ws/cache/in-0001.tar", 8000);
+  put(dir / "cache/out-0002.tar", 20000);
+  FaultEnv env;
+  DiskBudget b(
+      dir / "ws/",
+      {.limit = 100000, .counted = {dir / "cache/out-0002.tar", dir / "ws/cache/in-0001.tar", dir / "cache/none.tar"}},
+      env);
+  const std::uint64_t used = allocated_size(dir / "ws/data/a.zip") + allocated_size(dir / "ws/cache/in-0001.tar") +
+                             allocated_size(dir / "cache/out-0002.tar");
+  EXPECT_GE(used, 32000u);
+  EXPECT_EQ(b.used(), used);
+  EXPECT_EQ(b.available(), 100000u - used);
+}
+
 TEST(DiskBudget, MakeRoomRemovesTemporariesFirstThenEvictableOldestFirst) {
   TempDir dir;
   put(dir / "run/config.json", 0);

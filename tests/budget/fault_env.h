@@ -35,6 +35,7 @@ class FaultEnv : public Env {
   int appends = 0;                   // append() calls seen so far
   int failures = 0;                  // failures injected so far
   std::uint64_t free_bytes = ~0ull;  // what free_space() reports (min with reality is not taken)
+  std::uint64_t disk_bytes = ~0ull;  // what disk_size() reports
   SteadyTime now = SteadyTime{} + std::chrono::hours(1);
   WallTime wall = WallTime{};
 
@@ -71,6 +72,7 @@ class FaultEnv : public Env {
   }
   bool remove_file(const std::filesystem::path& path) override { return real().remove_file(path); }
   std::uint64_t free_space(const std::filesystem::path&) override { return free_bytes; }
+  std::uint64_t disk_size(const std::filesystem::path&) override { return disk_bytes; }
   SteadyTime steady_now() override { return now; }
   WallTime wall_now() override { return wall; }
   // Moves the steady clock (not the wall clock) forward.

@@ -35,7 +35,7 @@ void add_data_options(CLI::App& app, Options& options) {
   app.add_flag("--cache-decompressed", options.cache_decompressed,
                "a compressed tar (.tar.gz, .tgz, .tar.zst, .tar.xz, .tar.bz2) is decompressed once into the "
                "cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal) and read from there, reused while it "
-               "is unchanged");
+               "is unchanged; it stops before the disk's last 5% (at most 1 GiB)");
   app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
 }
 

@@ -61,6 +61,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,12 @@ struct DataSpec {
   std::string rest;
 };
 DataSpec parse_data_spec(const std::string& text);
+
+// The file {cache_decompressed} reads DATA from when DATA's file (parse_data_spec's base) is a
+// compressed tar: decompress.h's tar in `dir` (empty: the cache folder's "decompressed/"), made or
+// not; nullopt for any other data, or when there is no cache folder. A disk budget counts it.
+std::optional<std::filesystem::path> decompressed_cache_file(const std::string& data,
+                                                             const std::filesystem::path& dir = {});
 
 // Whether `text` is a shard pattern rather than one file: it holds a brace group ("{0..9}",
 // "{a,b}"), glob characters (* ? [) or "::", and does not itself name an existing file.

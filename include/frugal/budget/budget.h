@@ -70,6 +70,9 @@ struct DiskBudgetOptions {
   // The folder whose abandoned temporaries make_room() may remove (the run's own folder); the
   // rest of the workspace belongs to other runs and commands. Empty: none.
   std::filesystem::path own_folder;
+  // Files outside the workspace that count against `limit` too: the tars {cache_decompressed}
+  // made of this run's data, wherever the cache folder is. One inside the workspace counts once.
+  std::vector<std::filesystem::path> counted;
 };
 
 // Room for new files in a workspace: the smaller of (limit - usage) and the file system's free
@@ -89,6 +92,8 @@ class DiskBudget {
 
   // Bytes that may still be written (re-measures usage when a limit is set).
   std::uint64_t available();
+  // What counts against the limit now: the workspace's usage and options.counted outside it.
+  std::uint64_t used() const;
   // Throws Error(budget) naming the budget, the usage and the need when `bytes` cannot fit even
   // after make_room(); use before starting work that would otherwise fail half-way.
   void require(std::uint64_t bytes, const std::string& what);

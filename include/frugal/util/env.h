@@ -63,6 +63,9 @@ class Env {
   virtual bool remove_file(const std::filesystem::path& path) = 0;
   // Bytes an unprivileged user may still write on the file system holding `path`.
   virtual std::uint64_t free_space(const std::filesystem::path& path) = 0;
+  // Size of the file system holding `path` (statvfs f_blocks), for reserves sized as a share of
+  // the disk (decompress.h). Not pure: the real one serves every Env that does not fake it.
+  virtual std::uint64_t disk_size(const std::filesystem::path& path);
 
   virtual SteadyTime steady_now() = 0;  // for measuring and deadlines
   virtual WallTime wall_now() = 0;      // for "HH:MM" deadlines (local time)
