@@ -517,6 +517,8 @@ void name_classes(std::vector<std::string>& classes, const ClassNames& class_nam
     if (it == names.end())
       fail(ErrorKind::invalid, where, "a name for every class of the data", "none for class " + c,
            "add it to the file");
+    // Names from a reader's metadata too (Hugging Face's): the one limit of label files.
+    detail::check_class_name_length(it->second, where + " (class " + c + ")");
     if (!seen.insert(it->second).second)  // "3" and "03"
       fail(ErrorKind::invalid, where, "one class per name",
            "\"" + printable(it->second) + "\" for two classes of the data, one of them " + c,

@@ -523,7 +523,12 @@ std::vector<std::pair<std::string, Sample>> labelled_files(DatasetShared& d, con
 void assign_classes(DatasetShared& d, std::vector<std::pair<std::string, Sample>>& labelled, const Entries& en,
                     const Labels& labels) {
   std::set<std::string> class_names;
-  for (const auto& [c, s] : labelled) class_names.insert(c);
+  for (const auto& [c, s] : labelled) {
+    // A class folder, a {label_pattern} group, a reader's label: the limit of label files too.
+    if (c.size() > detail::kMaxClassNameBytes)
+      detail::check_class_name_length(c, d.archive->display_name() + ":" + s.name);
+    class_names.insert(c);
+  }
   d.classes.assign(class_names.begin(), class_names.end());
   if (all_integers(d.classes))  // "2" before "10", as the numbers were meant
     std::sort(d.classes.begin(), d.classes.end(),

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "dataset/label_sources.h"
+#include "archive/zip_read_fixture.h"
 #include "dataset/labels_csv.h"
+#include "frugal/dataset/dataset.h"
+#include "frugal/image/image.h"
 #include "frugal/util/error.h"
 
 using namespace frugal;
@@ -79,4 +82,23 @@ TEST(ClassNameLimit, ANameThatIsNotAStringIsSaidToBeOne) {
   EXPECT_TRUE(has(e, "a class name must be a string, found a list or an object where a name goes")) << e;
   e = error_of([&] { detail::parse_class_names(R"([["cat"]])", "names.json"); });
   EXPECT_TRUE(has(e, "a class name must be a string")) << e;
+}
+
+// The other sources (class folders, --label-pattern groups, a reader's labels) keep the same limit:
+// a zip's folder name may be 64 KiB.
+TEST(ClassNameLimit, AClassFolderPastTheLimitIsRefusedNamingAnImageOfIt) {
+  std::vector<std::uint8_t> pixels(8 * 8, 100);
+  const auto png = encode_png(pixels, 8, 8, 1);
+  const std::string image(png.begin(), png.end());
+  const std::string long_name(kMaxClassNameBytes + 1, 'f'), ok_name(kMaxClassNameBytes, 'g');
+  const auto dir = frugal::testing::temp_dir("class-name-limit");
+  const auto zip = dir / "folders.zip";
+  frugal::testing::write(zip, frugal::testing::build_zip({{ok_name + "/a.png", image}, {"cat/b.png", image}}));
+  EXPECT_EQ(Dataset::open(zip, {})->classes().size(), 2u);
+  frugal::testing::write(zip, frugal::testing::build_zip({{long_name + "/a.png", image}, {"cat/b.png", image}}));
+  ErrorKind kind{};
+  const std::string e = error_of([&] { Dataset::open(zip, {}); }, &kind);
+  EXPECT_TRUE(has(e, long_name + "/a.png: " + kLimit)) << e.substr(0, 200);
+  EXPECT_EQ(kind, ErrorKind::invalid);
+  std::filesystem::remove_all(dir);
 }
