@@ -11,7 +11,8 @@
 # - A forward that never returns: the deadline plus --stop-grace ends the process (exit 1 without a
 #   checkpoint, 75 with one), as does a signal plus the grace; a second signal exits 1 when nothing
 #   was saved.
-# - A module changed after training is refused by eval, predict, compress and resume.
+# - A module changed after training is refused by eval, predict, compress and resume, before it is
+#   loaded.
 # - A small deflated module unpacking to 1 GiB is refused before anything is unpacked.
 source "$(dirname "$0")/lib/common.sh"
 needs_python numpy PIL torch
@@ -242,6 +243,13 @@ expect_exit "compress with the module changed" 3 frugal compress "$t/swap" -o "$
 expect_msg "...naming both" "another module (sha256"
 expect_exit "resume with the module changed" 2 frugal train "${args[@]}" --model "$t/swap.pt" --run "$t/swap"
 expect_msg "...naming the trained one" "the model this run was trained with (TorchScript module sha256"
+# Held to the SHA-256 before it is loaded: a changed module's load-time code never runs, even with
+# --allow-model-code.
+cp "$t/setstate.pt" "$t/swap.pt"
+expect_exit "eval --allow-model-code, the module changed to one whose loading writes a file" 3 \
+  frugal eval "$t/swap" --data "$t/data.zip" --allow-model-code
+expect_msg "...naming both" "another module (sha256"
+check "...refused before loading it (the file is untouched)" intact
 
 # 5. A 1 GiB buffer deflated into a small file: refused from the zip directory, nothing unpacked.
 cat > "$t/big.py" <<'PY'  # a file: TorchScript reads the class's source
