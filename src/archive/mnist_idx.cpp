@@ -1,16 +1,20 @@
 #include "archive/mnist_idx.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <set>
 
+#include "frugal/archive/read_limit.h"
 #include "frugal/util/checked.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
+#include "frugal/util/units.h"
 
 namespace frugal {
 namespace {
@@ -37,6 +41,15 @@ std::uint64_t declared_size(std::span<const std::uint8_t> head, int want_dims, c
     n = checked_mul<std::uint64_t>(n, d, where, "the IDX dimensions' product");
   }
   return checked_add<std::uint64_t>(n, header_size(want_dims), where, "the IDX file size");
+}
+
+// An IDX file's data is read whole (pack holds every image): what its header declares must be
+// within the cap before a byte of it is allocated.
+void check_declared_cap(std::uint64_t declared, std::uint64_t max_bytes, const std::string& where) {
+  if (declared <= max_bytes) return;
+  fail(ErrorKind::invalid, where, "IDX data of at most " + format_size(max_bytes) + " ({max_file_bytes})",
+       format_size(declared) + " (" + std::to_string(declared) + " bytes) declared by its header",
+       "the file is damaged or crafted, or raise {max_file_bytes} if the dataset is that large");
 }
 
 // Checks magic, dimensions and that the data is exactly as long as they declare.
@@ -127,7 +140,8 @@ void refuse_more(Inflater& z, std::uint64_t declared, const std::string& where) 
 // Gunzips every member, stopping at what the IDX header (in the first bytes of output) declares:
 // the output grows with what inflation produces, and one byte past the declared size is a bomb or a
 // damaged file, refused.
-std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
+std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want_dims, const std::string& where,
+                                     std::uint64_t max_bytes) {
   Inflater z(raw, where);
   std::vector<std::uint8_t> out;
   std::uint64_t limit = header_size(want_dims);  // until the header is out, then the declared size
@@ -139,6 +153,7 @@ std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want
       limit = declared_size(out, want_dims, where);
       have_header = true;
       check_reachable(limit, raw.size(), where);
+      check_declared_cap(limit, max_bytes, where);
       // Room for a typical ratio up front (MNIST's is ~5:1) spares most reallocations; beyond it
       // the buffer grows only as output appears.
       out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(limit, std::uint64_t{raw.size()} * 8)));
@@ -155,11 +170,37 @@ std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> raw, int want
   return out;
 }
 
-std::vector<std::uint8_t> idx_bytes(std::span<const std::uint8_t> raw, int want_dims, const std::string& where) {
-  std::vector<std::uint8_t> data =
-      is_gzip(raw) ? gunzip_idx(raw, want_dims, where) : std::vector<std::uint8_t>(raw.begin(), raw.end());
+// The IDX data of `raw` (taken, not copied, when it is not gzipped), checked against its header.
+std::vector<std::uint8_t> idx_bytes(std::vector<std::uint8_t> raw, int want_dims, const std::string& where,
+                                    std::uint64_t max_bytes) {
+  std::vector<std::uint8_t> data = is_gzip(raw) ? gunzip_idx(raw, want_dims, where, max_bytes) : std::move(raw);
+  check_declared_cap(declared_size(data, want_dims, where), max_bytes, where);
   idx_dims(data, want_dims, where);
   return data;
+}
+
+// A file's bytes, read only once its header agrees with the file: a raw IDX file must be as long as
+// its header declares and within the cap, judged from its first bytes and its size (fstat), so a
+// sparse 4 GiB file with a lying header is refused without being read. A gzipped one is read
+// (compressed, at most max_bytes) and inflated only up to what its header declares.
+std::vector<std::uint8_t> read_idx_file(const std::filesystem::path& path, int want_dims, std::uint64_t max_bytes) {
+  const std::string where = path.string();
+  {
+    const UniqueFd fd = open_regular(path);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail_errno("stat", where, errno);
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, header_size(want_dims))));
+    pread_full(fd.get(), head.data(), head.size(), 0, where);
+    if (!is_gzip(head)) {
+      const std::uint64_t declared = declared_size(head, want_dims, where);
+      check_declared_cap(declared, max_bytes, where);
+      if (declared != size)
+        fail(ErrorKind::invalid, where, std::to_string(declared) + " bytes from the IDX header",
+             std::to_string(size) + " bytes", "the file is truncated or damaged; download it again");
+    }
+  }
+  return idx_bytes(read_file_capped(path, max_bytes), want_dims, where, max_bytes);
 }
 
 std::string lower(std::string s) {
@@ -195,9 +236,10 @@ std::filesystem::path labels_for(const std::filesystem::path& images) {
 }
 }  // namespace
 
-IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where) {
+namespace {
+IdxImages idx_images(std::vector<std::uint8_t> data, const std::string& where) {
   IdxImages img;
-  img.pixels = idx_bytes(raw, 3, where);
+  img.pixels = std::move(data);
   auto dims = idx_dims(img.pixels, 3, where);
   img.count = dims[0];
   img.rows = dims[1];
@@ -209,24 +251,27 @@ IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string&
   return img;
 }
 
-std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where) {
-  auto data = idx_bytes(raw, 1, where);
+std::vector<std::uint8_t> idx_labels(std::vector<std::uint8_t> data) {
   data.erase(data.begin(), data.begin() + header_size(1));
   return data;
 }
-
-namespace {
-std::span<const std::uint8_t> as_bytes(const std::string& s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
 }  // namespace
 
-IdxImages read_idx_images(const std::filesystem::path& path) {
-  return parse_idx_images(as_bytes(read_file(path)), path.string());
+IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where, std::uint64_t max_bytes) {
+  return idx_images(idx_bytes({raw.begin(), raw.end()}, 3, where, max_bytes), where);
 }
 
-std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path) {
-  return parse_idx_labels(as_bytes(read_file(path)), path.string());
+std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where,
+                                           std::uint64_t max_bytes) {
+  return idx_labels(idx_bytes({raw.begin(), raw.end()}, 1, where, max_bytes));
+}
+
+IdxImages read_idx_images(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  return idx_images(read_idx_file(path, 3, max_bytes), path.string());
+}
+
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  return idx_labels(read_idx_file(path, 1, max_bytes));
 }
 
 bool looks_like_idx(const std::filesystem::path& path) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "frugal/archive/read_limit.h"
+
 namespace frugal {
 
 struct IdxImages {
@@ -18,12 +20,19 @@ struct IdxImages {
 // An IDX file's bytes (gunzipped when they start with the gzip magic, all members) checked against
 // its header: magic, dimensions whose product fits 64 bits, and exactly the declared length.
 // Decompression stops at the declared size (a gzip bomb is refused, its memory bounded by what the
-// header declares and what was inflated). Throws Error(invalid) naming `where`.
-IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where);
-std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where);
+// header declares and what was inflated). Data declared larger than max_bytes ({max_file_bytes}) is
+// refused before it is allocated. Throws Error(invalid) naming `where`.
+IdxImages parse_idx_images(std::span<const std::uint8_t> raw, const std::string& where,
+                           std::uint64_t max_bytes = kDefaultMaxFileBytes);
+std::vector<std::uint8_t> parse_idx_labels(std::span<const std::uint8_t> raw, const std::string& where,
+                                           std::uint64_t max_bytes = kDefaultMaxFileBytes);
 
-IdxImages read_idx_images(const std::filesystem::path& path);  // throws Error(invalid)
-std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path);
+// The same from a file, whose header is checked against its size (fstat) and max_bytes before the
+// rest is read: a raw file longer or shorter than its header says is refused unread, and the file
+// is read once, into the returned buffer. Throws Error(invalid).
+IdxImages read_idx_images(const std::filesystem::path& path, std::uint64_t max_bytes = kDefaultMaxFileBytes);
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& path,
+                                          std::uint64_t max_bytes = kDefaultMaxFileBytes);
 
 struct IdxSet {
   std::string name;  // "train", "t10k", ... (the file name before "-images")

@@ -110,11 +110,6 @@ void check_root(const std::string& root) {
          "give a plain name such as 'fashion-mnist'");
 }
 
-std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path) {
-  std::string s = read_file(path);
-  return {s.begin(), s.end()};
-}
-
 struct Plan {
   std::size_t count = 0;
   MakeEntry make;
@@ -151,15 +146,15 @@ Plan plan_folder(const std::filesystem::path& src, const PackOptions& opt,
   }
   plan.classes.assign(classes.begin(), classes.end());
   plan.make = [src, files, root = opt.root, level = opt.level](std::size_t i) {
-    return prepare_entry(with_root(root, (*files)[i]), read_bytes(src / (*files)[i]), level);
+    return prepare_file_entry(with_root(root, (*files)[i]), src / (*files)[i], level);
   };
   return plan;
 }
 
 Plan plan_idx(const std::filesystem::path& src, const PackOptions& opt) {
   IdxSet set = find_idx_set(src, opt.idx_set);
-  auto images = std::make_shared<IdxImages>(read_idx_images(set.images));
-  auto labels = read_idx_labels(set.labels);
+  auto images = std::make_shared<IdxImages>(read_idx_images(set.images, opt.max_file_bytes));
+  auto labels = read_idx_labels(set.labels, opt.max_file_bytes);
   if (labels.size() != images->count)
     fail(ErrorKind::invalid, set.labels.string(),
          std::to_string(images->count) + " labels (one per image in " + set.images.filename().string() + ")",
@@ -199,6 +194,7 @@ PackResult pack(const std::filesystem::path& src, const PackOptions& opt, Env& e
   if (!std::filesystem::exists(src))
     fail(ErrorKind::usage, src.string(), "a folder or IDX file", "nothing there", "check the path");
   check_root(opt.root);
+  if (opt.max_file_bytes == 0) fail(ErrorKind::usage, "{max_file_bytes}", "a size above 0", "0", "");
   PackResult result;
   const bool idx = !std::filesystem::is_directory(src) || !opt.idx_set.empty() || folder_has_idx(src);
   result.source = idx ? "idx" : "folder";

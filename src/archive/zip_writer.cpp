@@ -1,11 +1,17 @@
 #include "archive/zip_writer.h"
 
 #include <libdeflate.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "frugal/util/error.h"
+#include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
 
 namespace frugal {
@@ -83,6 +89,24 @@ void append_zip64_end(Bytes& end, std::uint64_t count, std::uint64_t cd_size, st
   end.u64(z64_end);
   end.u32(1);
 }
+// Reads `path` from the start in pieces of at most 1 MiB, giving each to `use`; returns the bytes
+// read. Stops after `limit` bytes (a file that grew is then told by one byte more).
+std::uint64_t read_pieces(const std::filesystem::path& path, std::uint64_t limit,
+                          const std::function<void(const std::uint8_t*, std::size_t)>& use) {
+  const UniqueFd fd = open_regular(path);
+  std::vector<std::uint8_t> piece(std::size_t{1} << 20);
+  std::uint64_t done = 0;
+  while (done < limit) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), limit - done));
+    const ssize_t r = ::read(fd.get(), piece.data(), want);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail_errno("read", path.string(), errno);
+    if (r == 0) break;
+    use(piece.data(), static_cast<std::size_t>(r));
+    done += static_cast<std::uint64_t>(r);
+  }
+  return done;
+}
 }  // namespace
 
 bool is_precompressed_image(std::span<const std::uint8_t> d) {
@@ -122,13 +146,45 @@ PreparedEntry prepare_entry(std::string name, std::vector<std::uint8_t> data, in
   return e;
 }
 
+PreparedEntry prepare_file_entry(std::string name, const std::filesystem::path& file, int level) {
+  struct stat st {};
+  {
+    const UniqueFd fd = open_regular(file);
+    if (::fstat(fd.get(), &st) != 0) fail_errno("stat", file.string(), errno);
+  }
+  if (static_cast<std::uint64_t>(st.st_size) <= kStreamedEntryBytes) {
+    const std::string bytes = read_file(file);
+    return prepare_entry(std::move(name), {bytes.begin(), bytes.end()}, level);
+  }
+  PreparedEntry e;
+  e.name = std::move(name);
+  e.source = file;
+  e.size = read_pieces(file, UINT64_MAX, [&](const std::uint8_t* p, std::size_t n) { e.crc32 = crc32(e.crc32, p, n); });
+  return e;
+}
+
+// The streamed entry's bytes, copied piece by piece; exactly e.size of them with e.crc32, else the
+// file changed between its two reads and the archive would be wrong.
+void ZipWriter::copy_source(const PreparedEntry& e) {
+  std::uint32_t crc = 0;
+  const std::uint64_t copied = read_pieces(e.source, e.size + 1, [&](const std::uint8_t* p, std::size_t n) {
+    crc = crc32(crc, p, n);
+    sink_.write(p, n);
+  });
+  if (copied != e.size || crc != e.crc32)
+    fail(ErrorKind::io, e.source.string(),
+         std::to_string(e.size) + " unchanged bytes (as first read for the archive's checksum)",
+         copied != e.size ? std::to_string(copied) + " bytes" : "other bytes",
+         "the file changed while it was packed; pack again once nothing writes to it");
+}
+
 void ZipWriter::add(const PreparedEntry& e) {
   if (finished_) throw Error(ErrorKind::io, "internal error: zip entry added after finish()");
   if (e.name.size() > 0xFFFF)
     fail(ErrorKind::invalid, e.name.substr(0, 80) + "...", "an entry name under 65,536 bytes",
          std::to_string(e.name.size()) + " bytes", "shorten the file's path");
   const std::uint64_t offset = sink_.offset();
-  const std::uint64_t csize = e.data.size();
+  const std::uint64_t csize = e.source.empty() ? e.data.size() : e.size;
   // Local Zip64 extra only where a size needs it: readers take the local sizes from it.
   const bool big = e.size >= kMax32 || csize >= kMax32;
   Bytes h;
@@ -151,7 +207,11 @@ void ZipWriter::add(const PreparedEntry& e) {
     h.u64(csize);
   }
   sink_.write(h.data().data(), h.data().size());
-  sink_.write(e.data.data(), e.data.size());
+  if (e.source.empty()) {
+    sink_.write(e.data.data(), e.data.size());
+  } else {
+    copy_source(e);
+  }
   central_.push_back({e.name, e.method, e.crc32, e.size, csize, offset});
   if (big || offset >= kMax32) zip64_ = true;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,7 +26,13 @@ struct PreparedEntry {
   std::uint32_t crc32 = 0;
   std::uint64_t size = 0;          // uncompressed
   std::vector<std::uint8_t> data;  // as stored in the archive
+  // Non-empty: a large file, stored, whose bytes are copied from here in pieces when the entry is
+  // written (data is empty); size and crc32 are those of a first read, checked again as it is copied.
+  std::filesystem::path source;
 };
+
+// Files above this are streamed (prepare_file_entry): never held in memory whole.
+inline constexpr std::uint64_t kStreamedEntryBytes = std::uint64_t{64} << 20;
 
 // True for data that is already compressed (JPEG, PNG, WebP, GIF by their magic bytes): storing
 // it costs nothing in size and saves inflating it at every read.
@@ -35,9 +42,15 @@ bool is_precompressed_image(std::span<const std::uint8_t> data);
 // data, deflate (libdeflate, `level`) otherwise. Thread-safe.
 PreparedEntry prepare_entry(std::string name, std::vector<std::uint8_t> data, int level = 6);
 
+// A file on disk as an entry: read whole and given to prepare_entry when it holds at most
+// kStreamedEntryBytes; a larger one is read once in pieces for its CRC-32 and size and stored,
+// its bytes copied into the archive by ZipWriter::add (memory: one 1 MiB piece, whatever its size).
+PreparedEntry prepare_file_entry(std::string name, const std::filesystem::path& file, int level = 6);
+
 class ZipWriter {
  public:
   explicit ZipWriter(ByteSink& sink) : sink_(sink) {}
+  // Throws Error(io) when a streamed entry's file changed since prepare_file_entry read it.
   void add(const PreparedEntry& entry);
   void finish();  // central directory and end records; nothing may be added afterwards
   std::size_t entries() const { return central_.size(); }
@@ -50,6 +63,7 @@ class ZipWriter {
     std::uint32_t crc32;
     std::uint64_t size, compressed_size, offset;
   };
+  void copy_source(const PreparedEntry& e);
   ByteSink& sink_;
   std::vector<Central> central_;
   bool zip64_ = false, finished_ = false;

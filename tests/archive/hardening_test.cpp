@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "archive/mnist_idx.h"
+#include "frugal/archive/pack.h"
+#include "frugal/archive/read_limit.h"
 #include "archive/manifest.h"
 #include "archive/part_set.h"
 #include "frugal/archive/archive.h"
@@ -430,6 +432,90 @@ TEST(Hardening, ExtractDiskCostIsCloseToWhatTheFileSystemAllocates) {
   expect_error([&] { extract(*ar, o); }, ErrorKind::budget);
   o.disk_budget = used * 5 / 4;
   EXPECT_EQ(extract(*ar, o).files, 500u);
+}
+
+// ---- issue 47: an IDX header is checked against the file's size and the cap before reading; a
+// large file is packed in pieces ----
+
+fs::path sparse_file(const fs::path& p, const std::string& head, std::uint64_t size) {
+  write(p, head);
+  fs::resize_file(p, size);
+  return p;
+}
+
+TEST(Hardening, IdxRawFileLongerThanItsHeaderSaysIsRefusedUnread) {
+  auto dir = fresh_dir("idx_longer");
+  // One 28x28 image declared; the file is 512 MiB (sparse): it was read whole and copied (1 GiB).
+  sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1) + be32(28) + be32(28), std::uint64_t{512} << 20);
+  long grew_kb = 0;
+  const int status = in_child([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, &grew_kb);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(grew_kb, 32 * 1024) << "peak memory grew by " << grew_kb << " KiB";
+  std::cerr << "512 MiB IDX with a 1-image header: peak memory grew by " << grew_kb << " KiB\n";
+}
+
+TEST(Hardening, IdxHeaderDeclaringTwoBillionImagesInA1KBFileIsRefused) {
+  auto dir = fresh_dir("idx_2g");
+  sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1u << 31) + be32(28) + be32(28), 1024);
+  long grew_kb = 0;
+  const int status = in_child([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, &grew_kb);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(grew_kb, 32 * 1024) << "peak memory grew by " << grew_kb << " KiB";
+  std::string what = expect_error([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("max-file-bytes"), std::string::npos) << what;  // 1.5 TiB: over the cap first
+}
+
+TEST(Hardening, IdxDataAboveTheCapIsRefusedBeforeItIsRead) {
+  auto dir = fresh_dir("idx_cap");
+  // An honest header: 300 images of 1024x1024 in a file of exactly that size (300 MiB + 16, sparse).
+  const auto path = sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(300) + be32(1024) + be32(1024),
+                                (std::uint64_t{300} << 20) + 16);
+  long grew_kb = 0;
+  const int status = in_child([&] { read_idx_images(path); }, &grew_kb);  // default cap: 256 MiB
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(grew_kb, 32 * 1024) << "peak memory grew by " << grew_kb << " KiB";
+  std::string what = expect_error([&] { read_idx_images(path, std::uint64_t{100} << 20); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("max-file-bytes"), std::string::npos) << what;
+  EXPECT_NE(what.find("300 MiB"), std::string::npos) << what;
+  // Gzipped: the declared size is checked against the cap once the header is inflated.
+  const std::string gz = gzip(be32(0x803) + be32(1) + be32(28) + be32(28) + std::string(784, '\7'));
+  EXPECT_EQ(parse_idx_images(span_of(gz), "x.gz", 800).pixels.size(), 784u);
+  what = expect_error([&] { parse_idx_images(span_of(gz), "x.gz", 700); }, ErrorKind::invalid);
+  EXPECT_NE(what.find("max-file-bytes"), std::string::npos) << what;
+}
+
+TEST(Hardening, PackCopiesALargeFileInPiecesNotWhole) {
+  auto dir = fresh_dir("pack_large");
+  fs::create_directories(dir / "src" / "a");
+  write(dir / "src" / "a" / "small.txt", "hello");
+  // 600 MiB (sparse): read whole, then deflated into a second buffer of the same bound (1.2 GB).
+  sparse_file(dir / "src" / "a" / "big.bin", "HEAD", std::uint64_t{600} << 20);
+  PackOptions o;
+  o.output = dir / "out.zip";
+  long grew_kb = 0;
+  const int status = in_child([&] { pack(dir / "src", o); }, &grew_kb);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LT(grew_kb, 64 * 1024) << "peak memory grew by " << grew_kb << " KiB";
+  std::cerr << "pack of a 600 MiB file: peak memory grew by " << grew_kb << " KiB\n";
+  auto ar = Archive::open(o.output);
+  ASSERT_EQ(ar->entries().size(), 2u);
+  const ZipEntry& big = ar->entries()[0];
+  EXPECT_EQ(big.name, "a/big.bin");
+  EXPECT_EQ(big.size, std::uint64_t{600} << 20);
+  EXPECT_EQ(big.compressed_size, big.size);  // stored
+  const auto head = read_entry_head(*ar, 0, 6);
+  EXPECT_EQ(std::string(head.begin(), head.end()), std::string("HEAD\0\0", 6));
+  std::uint64_t read = 0;
+  ar->read_to(0, [&](std::span<const std::uint8_t> piece) { read += piece.size(); });  // checks the CRC-32
+  EXPECT_EQ(read, big.size);
+  std::vector<std::uint8_t> small;
+  ar->read(1, small);
+  EXPECT_EQ(std::string(small.begin(), small.end()), "hello");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "frugal/archive/read_limit.h"
 #include "frugal/util/env.h"
 
 namespace frugal {
@@ -20,6 +21,9 @@ struct PackOptions {
   std::vector<std::string> class_names;  // IDX: folder names for labels 0..n-1 (default: see src/archive/mnist_idx.h)
   int threads = 2;                       // compression / PNG encoding threads
   int level = 6;                         // libdeflate level for the files that are deflated
+  // IDX: an images or labels file whose data (as its header declares) is larger is refused before
+  // it is read. A folder's files are not capped: one above 64 MiB is stored and streamed.
+  std::uint64_t max_file_bytes = kDefaultMaxFileBytes;
 };
 
 struct PackResult {
@@ -34,7 +38,8 @@ struct PackResult {
 };
 
 // Entries are written in sorted name order with fixed timestamps, so the same input gives the
-// same bytes. Already-compressed images are stored, other files deflated. Files that are
+// same bytes. Already-compressed images are stored, other files deflated; a file larger than
+// 64 MiB is stored and copied into the archive in pieces, never read into memory whole. Files that are
 // interrupted writes, not data (frugal's temporaries "*.frugal-tmp-*" and partial joins
 // "*.frugal-join"), are left out and counted. Abandoned temporaries of an interrupted pack of the
 // same output are removed from its folder first.
