@@ -4,7 +4,9 @@
 #include "frugal/archive/decompress.h"
 
 #include <bzlib.h>
+#include <fcntl.h>
 #include <lzma.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -18,7 +20,9 @@
 #include <span>
 #include <thread>
 
+#include "archive/cache_key.h"
 #include "archive/decompress_stream.h"
+#include "archive/index_cache.h"
 #include "frugal/util/env.h"
 #include "frugal/util/error.h"
 #include "frugal/archive/file_type.h"
@@ -232,29 +236,138 @@ std::string stem_of(const fs::path& path) {
   return name.substr(0, 100);
 }
 
+// The record beside a cached tar ("<tar>.source", docs/formats.md): version 2 binds the tar to its
+// source and to itself under the user's cache key (cache_key.h); version 1 records (unkeyed) are
+// rebuilt without a word.
+//
+// Trust: a cache folder may be writable by others (a team's shared or network cache), who could
+// plant a tar of other names or labels under the name frugal looks for, with a matching record.
+// A cached tar is used only when the current user owns both it and its record, neither can be
+// written by the group or others, and the record's HMAC-SHA256 (under a key only this user can
+// read) covers the source's path, size, mtime, device and inode and the tar's size, mtime, device
+// and inode, as fstat gives them now. The tar's bytes are not hashed on each use (it may be many
+// GB): nobody else can write into a file this user owns with mode 0644, nor give a file of theirs
+// this user's uid, and a file of this user's swapped in (another cached tar renamed over it) has
+// another inode, so owner + mode + the stamps under the MAC are what make it the file decompressed.
+constexpr int kRecordVersion = 2;
+constexpr int kNames = 4;  // the tar's name and 3 others, for names another user's files block
+
 struct SourceStamp {
   std::string path;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
+  std::uint64_t dev = 0, ino = 0;
 };
 
-bool reusable(const fs::path& out, const fs::path& sidecar, const SourceStamp& src) {
+std::int64_t mtime_ns_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// The bytes the record's MAC covers.
+std::string record_fields(const SourceStamp& src, const struct stat& tar) {
+  std::string s = "frugal-decompressed";
+  put_le(s, kRecordVersion, 4);
+  put_le(s, ::geteuid(), 4);
+  put_le(s, src.path.size(), 4);
+  s += src.path;
+  for (std::uint64_t v : {src.size, static_cast<std::uint64_t>(src.mtime_ns), src.dev, src.ino,
+                          static_cast<std::uint64_t>(tar.st_size), static_cast<std::uint64_t>(mtime_ns_of(tar)),
+                          static_cast<std::uint64_t>(tar.st_dev), static_cast<std::uint64_t>(tar.st_ino)})
+    put_le(s, v);
+  return s;
+}
+
+std::string hex_of(const CacheMac& mac) {
+  std::string out;
+  char b[3];
+  for (unsigned char c : mac) {
+    std::snprintf(b, sizeof b, "%02x", c);
+    out += b;
+  }
+  return out;
+}
+
+// Why a cache file cannot be trusted: empty when it is a regular file the current user owns and
+// nobody else can write.
+std::string distrust(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (!S_ISREG(st.st_mode)) return "is not a regular file";
+  if (st.st_uid != ::geteuid()) return "was written by another user (uid " + std::to_string(st.st_uid) + ")";
+  if ((st.st_mode & 022) != 0) return std::string("can be written by others (mode ") + mode + ")";
+  return {};
+}
+
+// Frees `file` of a file that cannot be trusted (another user's, or one others can write): it is
+// removed, said in a note. False when it stays (a folder with the sticky bit, or not a file).
+bool clear_untrusted(const fs::path& file) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) return true;
+  const std::string why = distrust(st);
+  if (why.empty()) return true;
+  const bool removed = ::unlink(file.c_str()) == 0 || errno == ENOENT;
+  note(file.string() + ": a decompressed tar cache that " + why + " is never trusted; " +
+       (removed ? "removed, and the tar decompressed again" : "it cannot be removed: decompressed under another name"));
+  return removed;
+}
+
+// The record's MAC for `src` and the tar `st`; nullopt without a key.
+std::optional<std::string> record_mac(const std::optional<CacheKey>& key, const SourceStamp& src,
+                                      const struct stat& st) {
+  if (!key) return std::nullopt;
+  const std::optional<CacheMac> mac = cache_mac(*key, record_fields(src, st));
+  if (!mac) return std::nullopt;
+  return hex_of(*mac);
+}
+
+// True when `out` is the tar decompressed from `src` (the record says so under the user's key).
+bool reusable(const fs::path& out, const fs::path& sidecar, const SourceStamp& src,
+              const std::optional<CacheKey>& key) {
   std::optional<std::string> text;
+  struct stat st {
+  }, rs{};
   try {
     text = read_regular_at_most(sidecar, 64 << 10, Links::refuse);
+    const UniqueFd fd = open_regular(out, Links::refuse);
+    if (::fstat(fd.get(), &st) != 0 || ::lstat(sidecar.c_str(), &rs) != 0) return false;
   } catch (const Error&) {
     return false;
   }
-  if (!text) return false;
+  if (!text || !distrust(st).empty() || !distrust(rs).empty()) return false;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  // Another version, another source, a source changed or a tar cut short: made again quietly.
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "frugal-decompressed" ||
-      j.value("version", 0) != 1 || j.value("source", "") != src.path ||
+      j.value("version", 0) != kRecordVersion || j.value("source", "") != src.path ||
       j.value("source_size", std::uint64_t{0}) != src.size ||
-      j.value("source_mtime_ns", std::int64_t{0}) != src.mtime_ns)
+      j.value("source_mtime_ns", std::int64_t{0}) != src.mtime_ns ||
+      j.value("source_inode", std::uint64_t{0}) != src.ino ||
+      j.value("bytes", ~std::uint64_t{0}) != static_cast<std::uint64_t>(st.st_size) ||
+      j.value("tar_mtime_ns", std::int64_t{0}) != mtime_ns_of(st) ||
+      j.value("tar_inode", std::uint64_t{0}) != static_cast<std::uint64_t>(st.st_ino))
     return false;
+  const std::optional<std::string> mac = record_mac(key, src, st);
+  if (!mac) return false;
+  if (j.value("mac", "").size() != mac->size() ||
+      CRYPTO_memcmp(j.value("mac", "").data(), mac->data(), mac->size()) != 0) {
+    note(sidecar.string() +
+         ": its checksum is not one made with your cache key (damaged, made with another key, or written by "
+         "someone else); the tar is not used: decompressed again");
+    return false;
+  }
+  return true;
+}
+
+// The stat of `file` once only its owner can write it; nullopt when it is not this user's regular
+// file (a file system that does not keep it, or one swapped in).
+std::optional<struct stat> seal(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
   struct stat st {};
-  return ::lstat(out.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         static_cast<std::uint64_t>(st.st_size) == j.value("bytes", ~std::uint64_t{0});
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+  if (ok && (st.st_mode & 022) != 0) ok = ::fchmod(fd, st.st_mode & 0755) == 0 && ::fstat(fd, &st) == 0;
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  return st;
 }
 
 // Identifies the source: a cached tar is reused only while its source is unchanged.
@@ -262,16 +375,20 @@ SourceStamp stamp_of(const fs::path& path, int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail_errno("stat", path.string(), errno);
   std::error_code ec;
-  return {fs::absolute(path, ec).lexically_normal().string(), static_cast<std::uint64_t>(st.st_size),
-          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  return {fs::absolute(path, ec).lexically_normal().string(), static_cast<std::uint64_t>(st.st_size), mtime_ns_of(st),
+          static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
-// "<stem>-<hash of the source's absolute path>.tar": one cached tar per source file.
-fs::path cached_tar_path(const fs::path& dir, const fs::path& path, const SourceStamp& stamp) {
+// "<stem>-<hash of the user id and the source's absolute path>.tar": one cached tar per source file
+// and user; `n` > 0: "<...>-<n>.tar", where another user's files block the first name.
+fs::path cached_tar_path(const fs::path& dir, const fs::path& path, const SourceStamp& stamp, int n = 0) {
+  std::string key;
+  put_le(key, ::geteuid(), 4);
+  key += stamp.path;
   char hash[9];
   std::snprintf(hash, sizeof hash, "%08llx",
-                static_cast<unsigned long long>(xxh3_64(stamp.path.data(), stamp.path.size()) & 0xffffffffu));
-  return dir / (stem_of(path) + "-" + hash + ".tar");
+                static_cast<unsigned long long>(xxh3_64(key.data(), key.size()) & 0xffffffffu));
+  return dir / (stem_of(path) + "-" + hash + (n > 0 ? "-" + std::to_string(n) : std::string()) + ".tar");
 }
 
 // The decompressed bytes on their way to the cached tar, through a byte budget: `max_bytes` (what is
@@ -404,13 +521,24 @@ DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::o
   UniqueFd in = open_regular(path);
   const SourceStamp stamp = stamp_of(path, in.get());
   env.create_dirs(dir);
-  const fs::path out = cached_tar_path(dir, path, stamp);
-  const fs::path sidecar = out.string() + ".source";
 
   // One decompression into `dir` at a time: ranks started together would each write the same file.
   std::optional<FileLock> lock;
   while (!(lock = FileLock::try_lock(dir))) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  if (reusable(out, sidecar, stamp)) return reuse(out, path, max_bytes);
+  const std::optional<CacheKey> key = user_cache_key();
+  fs::path out, sidecar;
+  for (int n = 0; n < kNames && out.empty(); ++n) {
+    const fs::path tar = cached_tar_path(dir, path, stamp, n), record = tar.string() + ".source";
+    const bool tar_free = clear_untrusted(tar), record_free = clear_untrusted(record);
+    if (!tar_free || !record_free) continue;
+    if (reusable(tar, record, stamp, key)) return reuse(tar, path, max_bytes);
+    out = tar;
+    sidecar = record;
+  }
+  if (out.empty())
+    fail(ErrorKind::io, dir.string(), "a cache folder where frugal can write the decompressed tar of " + path.string(),
+         "files of other users, which cannot be removed, at all " + std::to_string(kNames) + " of its names",
+         "set FRUGAL_CACHE_DIR to a folder only you can write");
 
   std::unique_ptr<Decoder> decoder = decoder_for(type.type, path.string());
   TarSink sink(env, out, path, dir, max_bytes);
@@ -418,13 +546,23 @@ DecompressedTar decompress_tar(const fs::path& path, const fs::path& dir, std::o
     sink.expect(*stated, "at least that: the size its first zstd frame states");
   decompress_file(in.get(), path, stamp.size, *decoder, sink);
   sink.commit();
-  const nlohmann::json j = {{"format", "frugal-decompressed"},
-                            {"version", 1},
-                            {"source", stamp.path},
-                            {"source_size", stamp.size},
-                            {"source_mtime_ns", stamp.mtime_ns},
-                            {"bytes", sink.written()}};
-  write_file_atomic(env, sidecar, j.dump(2) + "\n");
+  // The record binds the tar as it is now (no key: none is written, and the tar is made again next time).
+  const std::optional<struct stat> st = seal(out);
+  const std::optional<std::string> mac = st ? record_mac(key, stamp, *st) : std::nullopt;
+  if (mac) {
+    const nlohmann::json j = {{"format", "frugal-decompressed"},
+                              {"version", kRecordVersion},
+                              {"source", stamp.path},
+                              {"source_size", stamp.size},
+                              {"source_mtime_ns", stamp.mtime_ns},
+                              {"source_inode", stamp.ino},
+                              {"bytes", sink.written()},
+                              {"tar_mtime_ns", mtime_ns_of(*st)},
+                              {"tar_inode", st->st_ino},
+                              {"mac", *mac}};
+    write_file_atomic(env, sidecar, j.dump(2) + "\n");
+    seal(sidecar);
+  }
   return {out, sink.written(), false};
 }
 
@@ -440,6 +578,12 @@ fs::path decompressed_tar_path(const fs::path& path, const fs::path& dir) {
   std::error_code ec;
   SourceStamp stamp;
   stamp.path = fs::absolute(path, ec).lexically_normal().string();
+  // The first name that another user's file does not hold, as decompress_tar() picks it.
+  for (int n = 0; n < kNames; ++n) {
+    const fs::path tar = cached_tar_path(dir, path, stamp, n);
+    struct stat st {};
+    if (::lstat(tar.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && st.st_uid == ::geteuid())) return tar;
+  }
   return cached_tar_path(dir, path, stamp);
 }
 

@@ -4,13 +4,19 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "budget/fault_env.h"
 #include "frugal/archive/archive.h"
 #include "frugal/archive/decompress.h"
 #include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 #include "tar_fixture.h"
 #include "zip_read_fixture.h"
 
@@ -119,8 +125,17 @@ class Decompress : public ::testing::Test {
     tar_ = testing::read_all(d_ / "d.tar");
     testing::write(d_ / "d.tar.zst", zstd_frames(tar_, 1));
     testing::write(d_ / "three.tar.zst", zstd_frames(tar_, 3));
+    if (const char* x = std::getenv("XDG_CONFIG_HOME")) saved_xdg_ = x;
+    ::setenv("XDG_CONFIG_HOME", (d_ / "config").c_str(), 1);  // a cache key of this test's own
   }
-  void TearDown() override { fs::remove_all(d_); }
+  void TearDown() override {
+    if (saved_xdg_)
+      ::setenv("XDG_CONFIG_HOME", saved_xdg_->c_str(), 1);
+    else
+      ::unsetenv("XDG_CONFIG_HOME");
+    fs::remove_all(d_);
+  }
+  std::optional<std::string> saved_xdg_;
 
   std::vector<fs::path> files_in(const fs::path& dir) {
     std::vector<fs::path> out;
@@ -339,6 +354,119 @@ TEST_F(Decompress, AZstdFrameOverTheWindowLimitIsRefusedNamingIt) {
     EXPECT_EQ(err.kind(), ErrorKind::invalid) << err.what();
     EXPECT_NE(std::string(err.what()).find("window is at most 2.00 GiB"), std::string::npos) << err.what();
   }
+}
+
+// Issue 47: a cache folder others can write (a team's shared cache). Whoever can write it planted a
+// tar of other names beside a record that matched the compressed file, and frugal read their tar.
+class DecompressTrust : public Decompress {
+ protected:
+  fs::path cache() const { return d_ / "cache"; }
+  fs::path tar_path() const { return decompressed_tar_path(d_ / "d.tar.gz", cache()); }
+  // A tar of one member, "planted/x.bin": what a hostile writer of the folder puts there.
+  void plant_tar(const fs::path& at) const {
+    std::string t = testing::tar_header({"planted/x.bin", '0', 3}) + "abc";
+    t.resize(t.size() + (512 - t.size() % 512) % 512 + 1024, '\0');
+    fs::create_directories(at.parent_path());
+    testing::write(at, t);
+  }
+  nlohmann::json source_fields() const {
+    struct stat st {};
+    ::stat((d_ / "d.tar.gz").c_str(), &st);
+    return {{"format", "frugal-decompressed"},
+            {"source", fs::absolute(d_ / "d.tar.gz").lexically_normal().string()},
+            {"source_size", static_cast<std::uint64_t>(st.st_size)},
+            {"source_mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}};
+  }
+  bool reads_the_real_names(const DecompressedTar& r) const {
+    return testing::read_all(r.tar) == tar_ && Archive::open(r.tar)->entries().front().name == "c0/f000.bin";
+  }
+};
+
+// A record as version 1 wrote it, all of its fields right: the planted tar was used.
+TEST_F(DecompressTrust, APlantedTarWithAnOldStyleRecordIsNotUsed) {
+  plant_tar(tar_path());
+  struct stat st {};
+  ::stat(tar_path().c_str(), &st);
+  nlohmann::json j = source_fields();
+  j["version"] = 1;
+  j["bytes"] = static_cast<std::uint64_t>(st.st_size);
+  testing::write(tar_path().string() + ".source", j.dump());
+  const DecompressedTar r = decompress_tar(d_ / "d.tar.gz", cache());
+  EXPECT_FALSE(r.reused);
+  EXPECT_TRUE(reads_the_real_names(r));
+  EXPECT_TRUE(decompress_tar(d_ / "d.tar.gz", cache()).reused);  // its own record now
+}
+
+// A version 2 record whose every field matches the planted tar, but whose MAC is not the user's.
+TEST_F(DecompressTrust, ARecordWithAWrongMacIsRebuiltWithANote) {
+  const DecompressedTar first = decompress_tar(d_ / "d.tar.gz", cache());
+  const fs::path record = first.tar.string() + ".source";
+  nlohmann::json j = nlohmann::json::parse(testing::read_all(record));
+  ASSERT_EQ(j.value("version", 0), 2);
+  ASSERT_EQ(j.value("mac", "").size(), 64u);
+  j["mac"] = std::string(64, '0');
+  testing::write(record, j.dump());
+  ::chmod(record.c_str(), 0644);
+  std::vector<std::string> notes;
+  DecompressedTar r;
+  {
+    NoteCapture capture(notes);
+    r = decompress_tar(d_ / "d.tar.gz", cache());
+  }
+  std::string err;
+  for (const auto& n : notes) err += n + "\n";
+  EXPECT_FALSE(r.reused);
+  EXPECT_TRUE(reads_the_real_names(r));
+  EXPECT_NE(err.find("not one made with your cache key"), std::string::npos) << err;
+  EXPECT_TRUE(decompress_tar(d_ / "d.tar.gz", cache()).reused);
+}
+
+// A tar another user owns is not used, even with a record of the user's that matches it.
+TEST_F(DecompressTrust, ATarAnotherUserOwnsIsNotTrusted) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chown to another user needs root";
+  const DecompressedTar first = decompress_tar(d_ / "d.tar.gz", cache());
+  ASSERT_EQ(::chown(first.tar.c_str(), 65534, 65534), 0);
+  std::vector<std::string> notes;
+  DecompressedTar r;
+  {
+    NoteCapture capture(notes);
+    r = decompress_tar(d_ / "d.tar.gz", cache());
+  }
+  std::string err;
+  for (const auto& n : notes) err += n + "\n";
+  EXPECT_FALSE(r.reused);
+  EXPECT_NE(err.find("written by another user (uid 65534) is never trusted"), std::string::npos) << err;
+  struct stat st {};
+  ASSERT_EQ(::stat(r.tar.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_TRUE(reads_the_real_names(r));
+}
+
+// A tar others can write is not used; the one made is 0644 whatever the umask.
+TEST_F(DecompressTrust, ATarOthersCanWriteIsNotTrusted) {
+  const mode_t old = ::umask(002);
+  const DecompressedTar first = decompress_tar(d_ / "d.tar.gz", cache());
+  ::umask(old);
+  struct stat st {};
+  ASSERT_EQ(::stat(first.tar.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 022, 0u);
+  ASSERT_EQ(::stat((first.tar.string() + ".source").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 022, 0u);
+  ASSERT_TRUE(decompress_tar(d_ / "d.tar.gz", cache()).reused);
+  ::chmod(first.tar.c_str(), 0666);
+  EXPECT_FALSE(decompress_tar(d_ / "d.tar.gz", cache()).reused);
+}
+
+// What cannot be removed (here a folder at the tar's name) is not written over: another name is used.
+TEST_F(DecompressTrust, ANameHeldByWhatCannotBeRemovedIsLeftAlone) {
+  const fs::path held = tar_path();
+  fs::create_directories(held / "x");
+  const DecompressedTar r = decompress_tar(d_ / "d.tar.gz", cache());
+  EXPECT_NE(r.tar, held);
+  EXPECT_TRUE(fs::is_directory(held / "x"));
+  EXPECT_TRUE(reads_the_real_names(r));
+  EXPECT_TRUE(decompress_tar(d_ / "d.tar.gz", cache()).reused);
+  EXPECT_EQ(decompressed_tar_path(d_ / "d.tar.gz", cache()), r.tar);  // what a budget counts
 }
 
 }  // namespace
