@@ -31,7 +31,11 @@ struct DecompressedTar {
 // Decompresses `path` (gzip, zstd, xz or bzip2, several concatenated streams included) into
 // `dir`/<name>-<hash of path>.tar, crash-safely (a temporary, renamed when complete; a sidecar
 // "<that>.source" records the compressed file's size and mtime). A file made earlier from the same
-// compressed file (same size and mtime, complete) is reused without decompressing.
+// compressed file (same size and mtime, complete) is reused without decompressing, only when the
+// current user owns it and its sidecar, nobody else can write them, and the sidecar's HMAC under
+// the user's cache key binds the tar's size, mtime and inode to the source (docs/formats.md,
+// "Decompressed tar"); otherwise a note, and it is made again (under another name when another
+// user's file there cannot be removed).
 //
 // Disk: the output is written through a byte budget: `max_bytes` (what is left of {disk_budget}, the
 // decompressed tar counting against it wherever `dir` is; nullopt: no limit but the disk) and the
