@@ -5,6 +5,9 @@
 #   file another user owns is not read (a note) and replaced;
 # - a PAX path holding a NUL is shown escaped and whole ("cls/a\x00b.png"), in ls and in extract's
 #   refusal, which stopped at the NUL ("'cls/a");
+# - a decompressed tar (--cache-decompressed) is reused only when the user owns it, others cannot
+#   write it and its record's HMAC is right: a planted tar with an old-style record, or a file
+#   another user owns, is decompressed again;
 # - "a.tar::b.tar" is two shards also when a.tar exists (it looked for an entry ":b.tar" in a.tar).
 source "$(dirname "$0")/lib/common.sh"
 keep_going
@@ -60,6 +63,40 @@ rm "$key"
 expect_exit "the key deleted: made again" 0 frugal ls --json big.tar
 check "...0600 again" '[ "$(stat -c %a "$key")" == 600 ] && [ -n "$(ls "$t"/cache/tar-index/)" ]'
 expect_exit "verify of the cached tar" 0 frugal verify big.tar
+
+# ---- the decompressed-tar cache (--cache-decompressed): owned, not writable by others, keyed
+"$py" - <<'PY'
+import gzip, io, tarfile
+b = io.BytesIO()
+with tarfile.open(fileobj=b, mode="w") as t:
+    for name in ("cat/1.png", "dog/2.png"):
+        info = tarfile.TarInfo(name); info.size = 1; t.addfile(info, io.BytesIO(b"x"))
+open("small.tar.gz", "wb").write(gzip.compress(b.getvalue()))
+PY
+expect_exit "ls --cache-decompressed of a .tar.gz" 0 frugal ls --cache-decompressed small.tar.gz
+dtar=$(ls "$t"/cache/decompressed/small-*.tar 2>/dev/null | head -1)
+check "...decompressed, 0644, with a version 2 record and its MAC" \
+  '[ -f "$dtar" ] && [ "$(stat -c %a "$dtar")" == 644 ] && "$py" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"version\"] == 2 and len(d[\"mac\"]) == 64" "$dtar.source"'
+# Someone who can write the folder plants a tar of other names, with a record as version 1 wrote it.
+"$py" - "$dtar" <<'PY'
+import io, json, os, sys, tarfile
+out = sys.argv[1]
+with tarfile.open(out, "w") as t:
+    info = tarfile.TarInfo("planted/x.png"); info.size = 1; t.addfile(info, io.BytesIO(b"x"))
+st = os.stat("small.tar.gz")
+json.dump({"format": "frugal-decompressed", "version": 1, "source": os.path.abspath("small.tar.gz"),
+           "source_size": st.st_size, "source_mtime_ns": st.st_mtime_ns, "bytes": os.path.getsize(out)},
+          open(out + ".source", "w"))
+PY
+expect_exit "a planted tar with an old-style record" 0 frugal ls --cache-decompressed small.tar.gz
+expect_msg "...the names come from the .tar.gz" "dog/2.png" "$t/out"
+expect_no_msg "...not from the planted tar" "planted" "$t/out"
+if [ "$(id -u)" == 0 ]; then
+  chown 65534:65534 "$dtar"
+  expect_exit "a decompressed tar another user owns" 0 frugal ls --cache-decompressed small.tar.gz
+  expect_msg "...is not trusted, said" "a decompressed tar cache that was written by another user (uid 65534) is never trusted"
+  check "...and made again, the user's" '[ "$(stat -c %u "$dtar")" == 0 ]'
+fi
 
 # ---- a NUL in a PAX path
 expect_exit "ls of a PAX path with a NUL" 0 frugal ls --json nul.tar
