@@ -5,6 +5,7 @@
 
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
+#include "frugal/util/terminal.h"
 #include "frugal/util/units.h"
 
 namespace frugal {
@@ -52,6 +53,13 @@ void split_off_validation(const TrainValOptions& o, const Dataset& all, TrainVal
     note("validating on a stable 5% of the training data ({val} or {val_split} to choose)");
   else if (f == 0)
     note("no validation ({val_split} 0): no validation figures, and best.safetensors is the newest checkpoint");
+}
+
+// The record holds paths as the user's file system spells them; config.json and --json need valid
+// UTF-8 (a Latin-1 folder name would otherwise end the run as an internal error).
+void keep_as_utf8(nlohmann::json& decided) {
+  for (auto& [key, value] : decided.items())
+    if (value.is_string()) value = utf8_escaped(value.get<std::string>());
 }
 
 }  // namespace
@@ -107,6 +115,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
         o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
                                                          : ": each label one class (no label looked like a tag list)");
   if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
+  keep_as_utf8(out.decided);
   return out;
 }
 
