@@ -575,6 +575,70 @@ def _any_rank(flag):
 
 _SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1")) if s]
 
+# The run folders this process's open Checkpointers hold ((st_dev, st_ino) -> a weak reference): the
+# folder's lock refuses a second one, but names only another process as its holder, so a notebook
+# cell run twice was told "in use by another frugal process". A second one here is refused saying so.
+_held_lock = threading.Lock()
+_held = {}
+
+
+def _folder_key(run):
+    try:
+        st = os.stat(run)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _holder_here(key):
+    """The open Checkpointer of this process holding the run folder `key`, or None."""
+    with _held_lock:
+        ref = _held.get(key)
+    held = ref() if ref is not None else None
+    if held is None or held._closed or held._pid != os.getpid():
+        return None
+    return held
+
+
+def _refuse_second(run):
+    """frugal.Error(io) when an open Checkpointer of this process holds `run` already (one left
+    unreachable in a reference cycle is collected first: it gives the folder back as it goes)."""
+    key = _folder_key(run)
+    if key is None or _holder_here(key) is None:
+        return
+    import gc
+    gc.collect()
+    first = _holder_here(key)
+    if first is None:
+        return
+    raise _error("io", f"{os.fspath(run)}: in use by another frugal.Checkpointer of this process (pid {os.getpid()}, "
+                 f"made for {first.run}); one run folder has one Checkpointer at a time: close() the first one "
+                 "(or `del` it, or make it in a `with` block, whose end gives the folder back), then make this one")
+
+
+def _plain_module(model):
+    """The module a torch.compile()d model wraps (OptimizedModule._orig_mod), so that its checkpoints
+    keep the model's own state_dict() names (not "_orig_mod.*", which the plain model cannot load)
+    and restore into either; any other model as it is."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # imported by torch.compile() only
+    wrapper = getattr(eval_frame, "OptimizedModule", None) if eval_frame is not None else None
+    while wrapper is not None and isinstance(model, wrapper):
+        model = model._orig_mod
+    return model
+
+
+_COMPILED_PREFIX = "_orig_mod."
+
+
+def _weights_for(model, weights):
+    """A checkpoint's weights for `model`: those an earlier frugal saved from a torch.compile()d model
+    (every name "_orig_mod.*") with the prefix taken off when the model's names have none."""
+    if not weights or not all(k.startswith(_COMPILED_PREFIX) for k in weights):
+        return weights
+    if any(k.startswith(_COMPILED_PREFIX) for k in model.state_dict()):
+        return weights
+    return {k[len(_COMPILED_PREFIX):]: v for k, v in weights.items()}
+
 
 class Checkpointer:
     """Crash-safe checkpoints of a Python training loop in a frugal run folder.
@@ -589,8 +653,13 @@ class Checkpointer:
     deadline ("7h40m", or "HH:MM") and SIGTERM/SIGINT/SIGHUP/SIGUSR1 make should_stop() true: call
     it once per step; it measures what a step costs (batch wait included) and what a save costs, and
     says stop while one more step and a save still end before the deadline. A second signal acts as
-    it would have without frugal (KeyboardInterrupt in Jupyter). The previous handlers come back on
-    close() or at the end of a `with` block. Under torchrun only rank 0 writes.
+    it would have without frugal (KeyboardInterrupt for SIGINT, also in Jupyter, also when both
+    arrived within one step). The previous handlers come back on close() or at the end of a `with`
+    block. Under torchrun only rank 0 writes.
+
+    A run folder has one Checkpointer at a time: a second one on it, in this process too (a notebook
+    cell run twice), is frugal.Error (kind "io") naming the holder; close() the first (or `del` it, or
+    use `with`). A torch.compile()d model is saved and restored under its own module's names.
     """
 
     def __init__(self, run, disk_budget=None, keep_last=2, deadline=None, *, workspace=None, rank=None,
@@ -598,14 +667,22 @@ class Checkpointer:
         if rank is None:
             rank = _core.rank_world()[0]
         self.rank = rank
+        self._pid = os.getpid()
+        self._closed = False
+        if rank == 0:
+            _refuse_second(run)
         self._core = _core.Checkpointer(run=os.fspath(run), disk_budget=disk_budget, keep_last=keep_last,
                                         deadline=deadline, workspace=None if workspace is None else os.fspath(workspace),
                                         writes=rank == 0)
         self._previous = {}
         self._signal = None
+        self._arrivals = 0
         self._prepared = False
-        self._closed = False
         self._saved_step = None
+        key = _folder_key(run) if rank == 0 else None
+        if key is not None:
+            with _held_lock:
+                _held[key] = weakref.ref(self)
         if signals:
             self._install_signals()
 
@@ -626,17 +703,23 @@ class Checkpointer:
             if method is not None:
                 method(sig, frame)
 
+        self._arrivals = _core.signal_arrivals()
         for sig in _SIGNALS:
             self._previous[sig] = signal.getsignal(sig)
             signal.signal(sig, handler)
+            _core.count_signals(sig)
 
     def _on_signal(self, sig, frame):
+        # Python calls this once for all the arrivals of `sig` while the main thread was in C (one
+        # long step): the core counted each, so a second Ctrl-C within one step still stops at once.
+        arrived = _core.signal_arrivals() - self._arrivals
         if self._signal is None:
             self._signal = sig
             self._core.signal_arrived(sig)
-            print(f"frugal: {signal.Signals(sig).name}: the loop stops saved at its next should_stop(); send it "
-                  "again to stop at once", file=sys.stderr, flush=True)
-            return
+            if arrived < 2:
+                print(f"frugal: {signal.Signals(sig).name}: the loop stops saved at its next should_stop(); send it "
+                      "again to stop at once", file=sys.stderr, flush=True)
+                return
         previous = self._previous.get(sig, signal.SIG_DFL)
         self._restore_signals()
         if callable(previous):
@@ -660,6 +743,7 @@ class Checkpointer:
         A checkpoint whose Python state or loader position does not load is frugal.Error (kind
         "invalid") naming the file; that state is decoded and checked whole before any of it is applied."""
         self._check_open("restore")
+        model = _plain_module(model)
         weight_bytes = sum(t.nbytes for t in model.state_dict().values())
         state_bytes = _state_bytes_estimate(model, optimizer) + (1 << 16)
         self._core.prepare(weight_bytes, state_bytes)
@@ -670,7 +754,7 @@ class Checkpointer:
             return None
         resume = _Resume(found, optimizer, scheduler, scaler, loader)
         self._saved_step = found["step"]
-        model.load_state_dict(found["weights"])
+        model.load_state_dict(_weights_for(model, found["weights"]))
         resume.apply()
         print(f"frugal: resumed {self.run} at step {found['step']} ({os.path.basename(found['file'])})",
               file=sys.stderr)
@@ -687,6 +771,7 @@ class Checkpointer:
         if not self._prepared:
             raise _error("usage", "frugal.Checkpointer.save: expected restore() before the first save (it checks "
                          "the disk and finds where to resume)")
+        model = _plain_module(model)
         flat = _Flat()
         py_state = {"rng": _rng_state(flat)}
         if optimizer is not None:

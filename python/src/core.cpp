@@ -6,9 +6,11 @@
 //
 // pybind11 and the tensor casters are torch's own (torch/extension.h), so the module shares the
 // LibTorch that `import torch` loaded: there is never a second one in the process.
+#include <signal.h>
 #include <torch/extension.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -75,6 +77,41 @@ class OwnedByProcess {
  private:
   pid_t owner_ = ::getpid();
 };
+
+// ---- Signals ------------------------------------------------------------------------------------
+
+// Each arrival of a signal frugal.Checkpointer catches, counted where it lands and then handed on
+// to Python's own C handler. Python runs a signal's handler once however many times the signal
+// arrived while the main thread was in C (a step's kernels, a wait for a batch or a sync), so two
+// Ctrl-C within one step reached the Checkpointer as one and the second, the "stop at once", was
+// lost; its handler reads the count (signal_arrivals) instead.
+constexpr int kMaxSignal = 65;
+std::atomic<std::uint64_t> g_arrivals{0};
+struct sigaction g_python_handler[kMaxSignal];
+
+void count_signal(int sig, siginfo_t* info, void* context) {
+  g_arrivals.fetch_add(1);
+  const struct sigaction& next = g_python_handler[sig];
+  if (next.sa_flags & SA_SIGINFO) {
+    if (next.sa_sigaction) next.sa_sigaction(sig, info, context);
+  } else if (next.sa_handler != SIG_DFL && next.sa_handler != SIG_IGN) {
+    next.sa_handler(sig);
+  }
+}
+
+// Puts the counter in front of the handler `sig` has now (Python's, just installed by
+// signal.signal(), which replaces the counter again when the Checkpointer gives the signal back).
+void count_signals(int sig) {
+  if (sig <= 0 || sig >= kMaxSignal)
+    fail(ErrorKind::usage, "count_signals", "a signal number", std::to_string(sig), "");
+  struct sigaction now {};
+  if (::sigaction(sig, nullptr, &now) != 0 || ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == count_signal)) return;
+  g_python_handler[sig] = now;
+  struct sigaction sa = now;
+  sa.sa_sigaction = count_signal;
+  sa.sa_flags = now.sa_flags | SA_SIGINFO;
+  ::sigaction(sig, &sa, nullptr);
+}
 
 // ---- Loader -------------------------------------------------------------------------------------
 
@@ -531,6 +568,8 @@ PYBIND11_MODULE(_core, m) {
         return text;
       },
       py::arg("path"), py::arg("threads"));
+  m.def("count_signals", &count_signals, py::arg("signal"));
+  m.def("signal_arrivals", [] { return g_arrivals.load(); });
   m.def("rank_world", [] {
     const RankWorld r = rank_world();
     return py::make_tuple(r.rank, r.world);
