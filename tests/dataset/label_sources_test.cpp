@@ -197,8 +197,9 @@ TEST(LabelSources, ClassNamesAsJsonMapJsonListOrOneNameALine) {
   o.class_names = "twice.txt";
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("one name per class"), std::string::npos);
   o.class_names = "deep.json";  // said for what it is (issue 47: it was "JSON nested deeper")
-  EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("a class name must be a string, found a list or an object"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { Dataset::open(d->zip, o); }).find("a class name must be a string, found a list or an object"),
+      std::string::npos);
   o.class_names = "number.json";
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); })
                 .find("number.json (class 1): expected a class name, which must be a string (\"0\": \"cat\"), "

@@ -541,7 +541,9 @@ TEST_F(ParquetTest, AListDeclaringMoreElementsThanItsBytesIsRefusedBeforeItIsAll
   const std::string m = e.what();
   EXPECT_NE(m.find(file + ": expected a parquet file"), std::string::npos) << m;
   EXPECT_NE(m.find("a list of 1000000 elements in 0 bytes"), std::string::npos) << m;
-  EXPECT_LT(grown, 16 * 1024) << "KiB more at the peak";
+  // 64 MiB as above: in a process of its own (ctest runs each test so) the peak also holds the
+  // Arrow plugin's first load, ~20 MB; the old way took 700 MB.
+  EXPECT_LT(grown, 64 * 1024) << "KiB more at the peak";
 }
 
 TEST_F(ParquetTest, AFooterLongerThanTheCapIsRefusedByItsLength) {
