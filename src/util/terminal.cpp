@@ -114,7 +114,7 @@ std::string json_text(const nlohmann::json& doc, int indent) {
   // inside strings (the rest of a document is ASCII), and replace left valid UTF-8 alone.
   std::string out;
   out.reserve(text.size());
-  char buf[8];
+  char buf[16];  // acts_on_terminal() code points are at most U+2069: four hex digits
   for (std::size_t i = 0; i < text.size();) {
     char32_t cp = 0;
     const std::size_t len = utf8_at(text, i, cp), n = len == 0 ? 1 : len;
