@@ -270,6 +270,12 @@ Dataset::Dataset(std::shared_ptr<DatasetShared> shared, std::vector<std::size_t>
 const std::vector<std::string>& Dataset::classes() const { return shared_->classes; }
 std::size_t Dataset::size() const { return indices_.size(); }
 int Dataset::label(std::size_t i) const { return shared_->samples[indices_.at(i)].label; }
+bool Dataset::multi_label() const { return shared_->multi_label; }
+const std::vector<std::uint32_t>& Dataset::tags(std::size_t i) const {
+  static const std::vector<std::uint32_t> kNone;
+  const Sample& s = shared_->samples[indices_.at(i)];
+  return shared_->multi_label ? shared_->tag_sets[s.tag_set] : kNone;
+}
 const std::string& Dataset::name(std::size_t i) const { return shared_->samples[indices_.at(i)].name; }
 int Dataset::channels() const { return shared_->channels; }
 int Dataset::native_size() const { return shared_->native_size; }

@@ -16,9 +16,10 @@
 namespace frugal {
 
 struct Sample {
-  std::size_t entry = 0;   // archive entry (a file sample) or index into arrays (item >= 0)
-  std::int64_t item = -1;  // sample within an (N, ...) array; -1 for a file
-  int label = 0;
+  std::size_t entry = 0;      // archive entry (a file sample) or index into arrays (item >= 0)
+  std::int64_t item = -1;     // sample within an (N, ...) array; -1 for a file
+  int label = 0;              // -1 on multi-label data
+  std::uint32_t tag_set = 0;  // multi-label: into DatasetShared::tag_sets
   std::string name;
 };
 
@@ -39,6 +40,10 @@ struct DatasetShared {
   std::unique_ptr<Archive> archive;
   std::vector<std::string> classes;
   std::vector<Sample> samples;
+  // Multi-label data: the distinct sets of tags (sorted indices into classes) that samples hold,
+  // one copy each however many images share it (Sample::tag_set).
+  bool multi_label = false;
+  std::vector<std::vector<std::uint32_t>> tag_sets;
   std::vector<NpyArray> arrays;
   int channels = 3;
   int native_size = 0;

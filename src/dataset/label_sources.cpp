@@ -20,6 +20,18 @@
 #include "frugal/util/units.h"
 
 namespace frugal {
+namespace {
+
+// Under {labels_header} auto, a first row that reads as data is no header to drop.
+[[noreturn]] void refuse_data_like_header(const std::string& at, const std::string& id, const std::string& why) {
+  fail(ErrorKind::usage, at, "a header row first ({labels_header} auto takes the first row as the header)",
+       "a first row (id " + id + ") that looks like data: " + why,
+       "give {labels_header} no if the file has no header (columns by index, e.g. {label_columns} 0,1), or "
+       "{labels_header} yes if that row is the header");
+}
+
+}  // namespace
+
 namespace detail {
 namespace {
 
@@ -33,6 +45,29 @@ std::string_view trim_blanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string l(s);
+  for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return l;
+}
+
+// A 0/1 column's value: 0, 1, 0.0, 1.0, true, false (any case, blanks around); nullopt otherwise.
+std::optional<bool> zero_one(std::string_view v) {
+  const std::string l = lower_ascii(trim_blanks(v));
+  if (l == "0" || l == "0.0" || l == "false") return false;
+  if (l == "1" || l == "1.0" || l == "true") return true;
+  return std::nullopt;
+}
+
+// An id that ends as an image's (or .npy's) file name does: what no header's column name is.
+bool looks_like_image_name(std::string_view id) {
+  const auto dot = id.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == id.size()) return false;
+  static const std::set<std::string> kImage = {"jpg", "jpeg", "jpe",  "jfif", "png",  "webp", "gif",
+                                               "bmp", "tif",  "tiff", "npy",  "heic", "avif"};
+  return kImage.count(lower_ascii(id.substr(dot + 1))) > 0;
 }
 
 }  // namespace
@@ -115,11 +150,28 @@ void CsvReader::finish() {
   if (!field_.empty() || !fields_.empty() || quoted_) end_record();
 }
 
-CsvLabelTable::CsvLabelTable(std::string where, char delimiter, std::string columns)
+CsvLabelTable::CsvLabelTable(std::string where, char delimiter, CsvLabelFormat format)
     : where_(std::move(where)),
-      columns_(std::move(columns)),
+      columns_(std::move(format.columns)),
+      separator_(std::move(format.separator)),
+      header_(std::move(format.header)),
       reader_(where_, delimiter,
-              [this](const std::vector<std::string>& fields, std::size_t line) { row(fields, line); }) {}
+              [this](const std::vector<std::string>& fields, std::size_t line) { row(fields, line); }) {
+  if (header_ != "yes" && header_ != "no" && header_ != "auto")
+    fail(ErrorKind::usage, "{labels_header}", "yes, no or auto", shown(header_), "");
+}
+
+std::vector<std::string_view> split_tags(std::string_view label, std::string_view separator) {
+  std::vector<std::string_view> tags;
+  if (separator.empty()) separator = " ";
+  for (std::size_t at = 0; at <= label.size();) {
+    std::size_t end = label.find(separator, at);
+    if (end == std::string_view::npos) end = label.size();
+    if (const std::string_view tag = trim_blanks(label.substr(at, end - at)); !tag.empty()) tags.push_back(tag);
+    at = end + separator.size();
+  }
+  return tags;
+}
 
 std::size_t CsvLabelTable::column(const std::vector<std::string>& header, std::string_view spec) const {
   spec = trim_blanks(spec);
@@ -145,47 +197,162 @@ std::size_t CsvLabelTable::column(const std::vector<std::string>& header, std::s
        "give {label_columns} ID,LABEL with two of them");
 }
 
-void CsvLabelTable::row(const std::vector<std::string>& fields, std::size_t line) {
-  if (!header_done_) {
-    header_done_ = true;
-    std::string_view id = "0", label = "1";
-    if (!columns_.empty()) {
-      const auto comma = columns_.find(',');
-      if (comma == std::string::npos || columns_.find(',', comma + 1) != std::string::npos)
-        fail(ErrorKind::usage, "{label_columns}", "two columns, ID,LABEL (header names or 0-based indices)",
-             shown(columns_), "e.g. image_id,label or 0,1");
-      id = std::string_view(columns_).substr(0, comma);
-      label = std::string_view(columns_).substr(comma + 1);
-    }
-    id_column_ = column(fields, id);
-    label_column_ = column(fields, label);
-    if (id_column_ == label_column_)
-      fail(ErrorKind::usage, "{label_columns}", "two different columns", shown(columns_), "e.g. image_id,label");
+// One tag per 0/1 column: "ID,*" every column after ID, "ID,A,B,..." the ones named.
+void CsvLabelTable::tag_columns(const std::vector<std::string>& first, const std::vector<std::string_view>& spec) {
+  if (spec.size() == 2)
+    for (std::size_t i = id_column_ + 1; i < first.size(); ++i) tag_columns_.push_back(i);
+  for (std::size_t k = 1; spec.size() > 2 && k < spec.size(); ++k) {
+    if (trim_blanks(spec[k]) == "*")
+      fail(ErrorKind::usage, "{label_columns}", "ID,* alone, or ID,A,B,... naming each 0/1 column", shown(columns_),
+           "e.g. image_name,* or image_name,haze,clear");
+    tag_columns_.push_back(column(first, spec[k]));
+  }
+  if (tag_columns_.empty())
+    fail(ErrorKind::usage, where_, "columns after the id column (" + shown(columns_) + ": one 0/1 column per tag)",
+         std::to_string(first.size()) + " column" + (first.size() == 1 ? "" : "s"), "check {label_columns}");
+  if (!separator_.empty())
+    fail(ErrorKind::usage, "{label_separator}", "one kind of multi-label data",
+         "tags separated in one column, and 0/1 columns (" + shown(columns_) + ")", "give one of them");
+  for (const std::size_t c : tag_columns_) {
+    if (c == id_column_)
+      fail(ErrorKind::usage, "{label_columns}", "tag columns other than the id column", shown(columns_), "");
+    std::string name = header_ == "no" ? std::to_string(c) : std::string(trim_blanks(first[c]));
+    if (name.empty()) name = std::to_string(c);  // a column with no header name is known by its index
+    check_class_name_length(name, header_where());
+    if (!label_index_.emplace(name, static_cast<std::uint32_t>(labels_.size())).second)
+      fail(ErrorKind::usage, "{label_columns}", "one column per tag", "two columns for " + shown(name),
+           "name the columns to read, e.g. {label_columns} ID,A,B");
+    labels_.push_back(std::move(name));
+  }
+  multi_ = true;
+}
+
+void CsvLabelTable::resolve_columns(const std::vector<std::string>& first) {
+  std::vector<std::string_view> spec;
+  for (std::size_t at = 0; !columns_.empty() && at <= columns_.size();) {
+    const std::size_t end = std::min(columns_.find(',', at), columns_.size());
+    spec.push_back(std::string_view(columns_).substr(at, end - at));
+    at = end + 1;
+  }
+  if (columns_.empty()) spec = {"0", "1"};
+  if (spec.size() < 2)
+    fail(ErrorKind::usage, "{label_columns}", "ID,LABEL, ID,* or ID,A,B,... (header names or 0-based indices)",
+         shown(columns_), "e.g. image_id,label or 0,1");
+  for (const std::string_view c : spec)
+    if (!all_digits(trim_blanks(c)) && trim_blanks(c) != "*") by_name_ = true;
+  if (by_name_ && header_ == "no")
+    fail(ErrorKind::usage, "{label_columns}",
+         "columns by 0-based index: with {labels_header} no the file has no header to name them", shown(columns_),
+         "give indices (e.g. {label_columns} 0,1), or {labels_header} yes if the first row is the header");
+  id_column_ = column(first, spec[0]);
+  if (spec.size() > 2 || trim_blanks(spec[1]) == "*") {
+    tag_columns(first, spec);
+    fields_needed_ = std::max(id_column_, *std::max_element(tag_columns_.begin(), tag_columns_.end())) + 1;
     return;
   }
+  label_column_ = column(first, spec[1]);
+  if (id_column_ == label_column_)
+    fail(ErrorKind::usage, "{label_columns}", "two different columns", shown(columns_), "e.g. image_id,label");
+  fields_needed_ = std::max(id_column_, label_column_) + 1;
+  multi_ = !separator_.empty();
+}
+
+void CsvLabelTable::row(const std::vector<std::string>& fields, std::size_t line) {
+  if (header_done_) return data_row(fields, line);
+  header_done_ = true;
+  first_line_ = line;
+  resolve_columns(fields);
+  if (header_ == "no") return data_row(fields, line);
+  if (header_ == "auto" && !by_name_) {
+    first_row_ = fields;
+    header_id_ = fields[id_column_];
+  }
+}
+
+std::vector<std::uint32_t> CsvLabelTable::tags_of(const std::vector<std::string>& fields, const std::string& at) {
+  std::vector<std::uint32_t> tags;
+  if (tag_columns_.empty()) {
+    for (const std::string_view t : split_tags(fields[label_column_], separator_)) {
+      check_class_name_length(t, at);
+      const auto [it, added] = label_index_.emplace(std::string(t), static_cast<std::uint32_t>(labels_.size()));
+      if (added) labels_.emplace_back(t);
+      tags.push_back(it->second);
+    }
+  }
+  for (std::size_t k = 0; k < tag_columns_.size(); ++k) {
+    const std::string& v = fields[tag_columns_[k]];
+    const std::optional<bool> set = zero_one(v);
+    if (!set)
+      fail(ErrorKind::invalid, at, "0 or 1 in column " + shown(labels_[k]) + " (one 0/1 column per tag)", shown(v),
+           "fix the file, or name only the 0/1 columns in {label_columns} (ID,A,B,...)");
+    if (*set) tags.push_back(static_cast<std::uint32_t>(k));
+  }
+  std::sort(tags.begin(), tags.end());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  return tags;
+}
+
+std::string CsvLabelTable::label_text(std::uint32_t label) const {
+  if (!multi_) return shown(labels_[label]);
+  std::string s;
+  for (const std::uint32_t t : tag_sets_[label]) s += (s.empty() ? "" : " ") + labels_[t];
+  return "tags " + shown(s);
+}
+
+void CsvLabelTable::data_row(const std::vector<std::string>& fields, std::size_t line) {
   const std::string at = where_ + ":" + std::to_string(line);
-  if (fields.size() <= std::max(id_column_, label_column_))
-    fail(ErrorKind::invalid, at,
-         "a row of at least " + std::to_string(std::max(id_column_, label_column_) + 1) + " fields",
+  if (fields.size() < fields_needed_)
+    fail(ErrorKind::invalid, at, "a row of at least " + std::to_string(fields_needed_) + " fields",
          std::to_string(fields.size()), "fix the file");
-  const std::string& label = fields[label_column_];
-  if (label.empty()) return;
-  check_class_name_length(label, at);
+  std::uint32_t label = 0;
+  if (multi_) {
+    std::vector<std::uint32_t> tags = tags_of(fields, at);
+    const auto [it, added] = tag_set_index_.emplace(tags, static_cast<std::uint32_t>(tag_sets_.size()));
+    if (added) tag_sets_.push_back(std::move(tags));
+    label = it->second;
+  } else {
+    const std::string& text = fields[label_column_];
+    if (text.empty()) return;
+    check_class_name_length(text, at);
+    const auto [l, added_label] = label_index_.emplace(text, static_cast<std::uint32_t>(labels_.size()));
+    if (added_label) labels_.push_back(text);
+    label = l->second;
+  }
   const std::string id = normalize_relative(fields[id_column_]);
   if (id.empty())
     fail(ErrorKind::invalid, at, "an id naming a file inside the data (no \"..\", not absolute)",
          shown(fields[id_column_]), "fix the file");
-  const auto [l, added_label] = label_index_.emplace(label, static_cast<std::uint32_t>(labels_.size()));
-  if (added_label) labels_.push_back(label);
-  const auto [it, added] = rows_.emplace(id, Row{l->second});
-  if (!added && it->second.label != l->second)
+  const auto [it, added] = rows_.emplace(id, Row{label});
+  if (!added && it->second.label != label)
     fail(ErrorKind::invalid, at, "one label per id",
-         shown(id) + " labelled both " + shown(labels_[it->second.label]) + " and " + shown(label), "fix the file");
+         shown(id) + " labelled both " + label_text(it->second.label) + " and " + label_text(label), "fix the file");
+}
+
+// Why the first row, taken as the header, reads as a row of data ("" when it does not).
+std::string CsvLabelTable::data_like(const std::vector<std::string>& first) const {
+  const std::string& id = first[id_column_];
+  if (looks_like_image_name(id)) return "its id " + shown(id) + " is a file name";
+  if (!tag_columns_.empty()) {
+    if (std::all_of(tag_columns_.begin(), tag_columns_.end(), [&](std::size_t c) { return zero_one(first[c]); }))
+      return "its tag columns hold 0/1 values as the rows do";
+    return "";
+  }
+  const std::string& label = first[label_column_];
+  if (!multi_) return label_index_.count(label) ? "its label " + shown(label) + " is a label of later rows too" : "";
+  for (const std::string_view t : split_tags(label, separator_))
+    if (label_index_.count(std::string(t))) return "its tag " + shown(t) + " is a tag of later rows too";
+  return "";
 }
 
 void CsvLabelTable::finish() {
   reader_.finish();
-  if (!header_done_) fail(ErrorKind::invalid, where_, "a header row and rows of id and label", "an empty file", "");
+  if (!header_done_)
+    fail(ErrorKind::invalid, where_, header_ == "no" ? "rows of id and label" : "a header row and rows of id and label",
+         "an empty file", "");
+  if (first_row_.empty()) return;
+  if (const std::string why = data_like(first_row_); !why.empty())
+    refuse_data_like_header(header_where(), shown(first_row_[id_column_]), why);
+  first_row_.clear();
 }
 
 char csv_delimiter(std::string_view file_name, std::string_view first_bytes) {
@@ -268,7 +435,7 @@ std::map<long long, std::string> parse_class_names(std::string_view text, const 
   return names;
 }
 
-std::string tag_lists_seen(const std::vector<std::string>& labels) {
+std::string tag_lists_seen(const std::vector<std::string>& labels, char* separator) {
   for (const char sep : {' ', ',', ';', '|'}) {
     std::set<std::string> tags;
     std::size_t lists = 0, most = 0;
@@ -293,10 +460,12 @@ std::string tag_lists_seen(const std::vector<std::string>& labels) {
         example = &label;
       }
     }
-    if (example && most >= 2 && 2 * lists >= labels.size() && 2 * tags.size() <= labels.size())
+    if (example && most >= 2 && 2 * lists >= labels.size() && 2 * tags.size() <= labels.size()) {
+      if (separator) *separator = sep;
       return "'" + example->substr(0, 80) + "' looks like " + std::to_string(most) + " tags: " + std::to_string(lists) +
              " of " + std::to_string(labels.size()) + " distinct labels are lists separated by '" +
              std::string(1, sep) + "', of " + std::to_string(tags.size()) + " distinct tags";
+    }
   }
   return "";
 }
@@ -397,9 +566,12 @@ std::string without_extension(const std::string& path) {
 std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesystem::path& data_path,
                                            const DatasetOptions& o) {
   if (o.labels.empty()) {
-    if (!o.label_columns.empty() || !o.images_dir.empty())
-      fail(ErrorKind::usage, o.label_columns.empty() ? "{images_dir}" : "{label_columns}", "{labels} FILE beside it",
-           "no {labels}", "give the CSV with {labels}");
+    const char* given = !o.label_columns.empty()     ? "{label_columns}"
+                        : !o.images_dir.empty()      ? "{images_dir}"
+                        : !o.label_separator.empty() ? "{label_separator}"
+                        : o.labels_header != "auto"  ? "{labels_header}"
+                                                     : nullptr;
+    if (given) fail(ErrorKind::usage, given, "{labels} FILE beside it", "no {labels}", "give the CSV with {labels}");
     return nullptr;
   }
   if (!o.label_pattern.empty())
@@ -419,24 +591,49 @@ std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesyst
   // Ids are relative to the CSV's folder (the data's top for a CSV read from disk).
   l->bases_.push_back(f.member ? folder_of(*f.member) : "");
   if (l->bases_.size() == 2 && l->bases_[0] == l->bases_[1]) l->bases_.pop_back();
+  const detail::CsvLabelFormat format{o.label_columns, o.label_separator, o.labels_header};
   bool first = true;
   read_option_file(a, f, detail::kMaxLabelsCsvBytes, "a labels file", [&](std::string_view piece) {
     if (first) {
-      l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, detail::csv_delimiter(l->file_name_, piece),
-                                                          o.label_columns);
+      l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, detail::csv_delimiter(l->file_name_, piece), format);
       first = false;
     }
     l->table_->feed(piece);
   });
-  if (!l->table_) l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, ',', o.label_columns);
+  if (!l->table_) l->table_ = std::make_unique<detail::CsvLabelTable>(f.where, ',', format);
   l->table_->finish();
-  if (const std::string tags = o.labels_are_classes ? "" : detail::tag_lists_seen(l->table_->labels()); !tags.empty())
-    fail(ErrorKind::usage, f.where, "one class per label (multi-label training is not built yet)", tags,
-         "if each whole label is one class, add {labels_are_classes}");
+  l->check_header_names_no_file(a);
+  if (l->multi_label() && o.labels_are_classes)
+    fail(ErrorKind::usage, "{labels_are_classes}", "one reading of the labels",
+         "each whole label one class, and multi-label tags", "leave out {labels_are_classes}");
+  char sep = ' ';
+  if (const std::string tags =
+          o.labels_are_classes || l->multi_label() ? "" : detail::tag_lists_seen(l->table_->labels(), &sep);
+      !tags.empty())
+    fail(ErrorKind::usage, f.where, "one class per label", tags,
+         std::string("if each image has several tags (multi-label), give {label_separator} '") + sep +
+             "'; if each whole label is one class, add {labels_are_classes}");
   return l;
 }
 
-std::string CsvLabels::label(const std::string& path) {
+// {labels_header} auto: a first row whose id names a file of the data is a row of data.
+void CsvLabels::check_header_names_no_file(const Archive& a) const {
+  const auto& id = table_->header_id();
+  if (!id) return;
+  const std::string key = normalize_relative(*id);
+  if (key.empty()) return;
+  for (const std::string& base : bases_) {
+    const std::string path = base + key;
+    bool found = a.find(path).has_value();
+    for (std::size_t i = 0; !found && i < a.entries().size(); ++i)
+      found = !a.entries()[i].is_dir && without_extension(normalize_relative(a.entries()[i].name)) == path;
+    if (found)
+      refuse_data_like_header(table_->header_where(), "\"" + printable(id->substr(0, 200)) + "\"",
+                              "its id names " + path + ", a file of the data");
+  }
+}
+
+detail::CsvLabelTable::Row* CsvLabels::find(const std::string& path) {
   auto& rows = table_->rows();
   for (const std::string& base : bases_) {
     if (path.size() <= base.size() || path.compare(0, base.size(), base) != 0) continue;
@@ -446,9 +643,19 @@ std::string CsvLabels::label(const std::string& path) {
     if (it == rows.end()) continue;
     if (!it->second.used) ++used_;
     it->second.used = true;
-    return table_->labels()[it->second.label];
+    return &it->second;
   }
-  return "";
+  return nullptr;
+}
+
+std::string CsvLabels::label(const std::string& path) {
+  const detail::CsvLabelTable::Row* row = find(path);
+  return row ? table_->labels()[row->label] : std::string();
+}
+
+std::optional<std::uint32_t> CsvLabels::tag_set(const std::string& path) {
+  const detail::CsvLabelTable::Row* row = find(path);
+  return row ? std::optional<std::uint32_t>(row->label) : std::nullopt;
 }
 
 void CsvLabels::finish(SkipReport& skips, const std::string& scanned, const std::vector<std::string>& paths) const {

@@ -57,36 +57,82 @@ class CsvReader {
   bool quoted_ = false, in_quotes_ = false, quote_seen_ = false;
 };
 
-// The label table of one CSV: id (normalised as normalize_relative does) -> label. The first row is
-// the header (as pandas reads it). `columns` is --label-columns: "ID,LABEL", each a header name or
-// a 0-based index; "" for the first two columns. A column the header does not have is
-// Error(usage) naming the columns it has; an id that cannot name a file inside the data (empty,
-// absolute, "..") or one id given two labels is Error(invalid) naming file:line. A row whose label
-// is empty labels nothing.
+// How one labels file is read: --label-columns, --label-separator and --labels-header.
+struct CsvLabelFormat {
+  // "ID,LABEL" (one label column), "ID,*" (every column after ID is a tag, 0/1) or "ID,A,B,..." (more
+  // than one label column: each a tag, 0/1); each a header name or a 0-based index. "" the first two.
+  std::string columns;
+  std::string separator;        // the label column holds tags separated by this ("" one label)
+  std::string header = "auto";  // whether the first row is the header: yes, no, auto
+};
+
+// The tags of one label: split on `separator`, each trimmed of blanks, empty ones dropped (so ' '
+// splits runs of spaces once, and "" is no tag).
+std::vector<std::string_view> split_tags(std::string_view label, std::string_view separator);
+
+// The label table of one CSV: id (normalised as normalize_relative does) -> label. `format.columns`
+// chooses the columns; a column the header does not have is Error(usage) naming the columns it has;
+// an id that cannot name a file inside the data (empty, absolute, "..") or one id given two labels
+// is Error(invalid) naming file:line. A row whose label is empty labels nothing (single-label).
+//
+// Multi-label (a separator, or 0/1 columns): labels() are the tags, each row's label indexes
+// tag_sets(), and an empty tag list is a row of no tag (a negative sample). A 0/1 column holding
+// anything but 0, 1, 0.0, 1.0, true or false (any case) is Error(invalid) naming file:line, the
+// column and the value.
+//
+// The header: with format.header "yes" the first row is the header, with "no" it is data (columns
+// by index only: a name is Error(usage)). With "auto" it is the header, unless the columns are
+// given by index (or not at all) and the first row looks like data: its id has an image file's
+// extension, its label (or one of its tags) is a label of a later row, or its 0/1 columns hold
+// 0/1 values. Then finish() throws Error(usage) naming {labels_header}; CsvLabels::open adds the
+// rule that needs the data (the id names one of its files). A data row is never dropped silently.
 class CsvLabelTable {
  public:
-  CsvLabelTable(std::string where, char delimiter, std::string columns);
+  CsvLabelTable(std::string where, char delimiter, std::string columns)
+      : CsvLabelTable(std::move(where), delimiter, CsvLabelFormat{std::move(columns), "", "auto"}) {}
+  CsvLabelTable(std::string where, char delimiter, CsvLabelFormat format);
   void feed(std::string_view bytes) { reader_.feed(bytes); }
   void finish();
 
   struct Row {
-    std::uint32_t label;  // into labels()
+    std::uint32_t label;  // into labels(); multi-label: into tag_sets()
     bool used = false;    // a file of the data took this label
   };
   std::unordered_map<std::string, Row>& rows() { return rows_; }
+  // Single-label: the distinct labels, as met. Multi-label: the tags (in column order for 0/1
+  // columns, else as met).
   const std::vector<std::string>& labels() const { return labels_; }
+  bool multi_label() const { return multi_; }
+  // Multi-label: the distinct sets of tags rows hold, each sorted indices into labels().
+  const std::vector<std::vector<std::uint32_t>>& tag_sets() const { return tag_sets_; }
+  // Under header "auto": the first row's id when the first row was taken as the header without a
+  // column named in it (so the data's files may yet show it is data); nullopt otherwise.
+  const std::optional<std::string>& header_id() const { return header_id_; }
+  // "FILE:LINE" of the first row.
+  std::string header_where() const { return where_ + ":" + std::to_string(first_line_); }
 
  private:
   void row(const std::vector<std::string>& fields, std::size_t line);
+  void data_row(const std::vector<std::string>& fields, std::size_t line);
+  void resolve_columns(const std::vector<std::string>& first);
+  void tag_columns(const std::vector<std::string>& first, const std::vector<std::string_view>& spec);
+  std::vector<std::uint32_t> tags_of(const std::vector<std::string>& fields, const std::string& at);
+  std::string label_text(std::uint32_t label) const;
+  std::string data_like(const std::vector<std::string>& first) const;
   std::size_t column(const std::vector<std::string>& header, std::string_view spec) const;
 
-  std::string where_, columns_;
+  std::string where_, columns_, separator_, header_;
   CsvReader reader_;
-  bool header_done_ = false;
-  std::size_t id_column_ = 0, label_column_ = 1;
+  bool header_done_ = false, multi_ = false, by_name_ = false;
+  std::size_t id_column_ = 0, label_column_ = 1, fields_needed_ = 2, first_line_ = 1;
+  std::vector<std::size_t> tag_columns_;  // 0/1 columns, one per tag (labels())
+  std::vector<std::string> first_row_;    // held under "auto" until finish() judges it
+  std::optional<std::string> header_id_;
   std::unordered_map<std::string, Row> rows_;
   std::vector<std::string> labels_;
   std::unordered_map<std::string, std::uint32_t> label_index_;
+  std::vector<std::vector<std::uint32_t>> tag_sets_;
+  std::map<std::vector<std::uint32_t>, std::uint32_t> tag_set_index_;
 };
 
 // Labels that look like tag lists (Kaggle's planet: "clear agriculture primary road"), which read as
@@ -95,7 +141,8 @@ class CsvLabelTable {
 // as many distinct tags as distinct labels (class names of several words, "golden retriever",
 // have about as many distinct words as names, or more). Returns what was seen ("'clear primary
 // road' looks like 3 tags: ..."), "" when the labels do not look like tag lists.
-std::string tag_lists_seen(const std::vector<std::string>& labels);
+// `separator`, when given, is set to the separator seen.
+std::string tag_lists_seen(const std::vector<std::string>& labels, char* separator = nullptr);
 
 // ',' or '\t': by the file name (.tsv, .tab), else by its first line (tabs and no comma: TSV).
 char csv_delimiter(std::string_view file_name, std::string_view first_bytes);
@@ -119,6 +166,12 @@ class CsvLabels {
   // path relative to the ids' folder ({images_dir}, else the CSV's) is an id, with or without its
   // extension.
   std::string label(const std::string& path);
+  // Multi-label data: the tag set (into tag_sets()) of the file at `path`, found as label() finds
+  // it; nullopt when the CSV has no row for it.
+  std::optional<std::uint32_t> tag_set(const std::string& path);
+  bool multi_label() const { return table_->multi_label(); }
+  const std::vector<std::string>& tag_names() const { return table_->labels(); }
+  const std::vector<std::vector<std::uint32_t>>& tag_sets() const { return table_->tag_sets(); }
   // Whether `path` (relative to the data) is the CSV itself: not a sample, not counted.
   bool is_label_file(const std::string& path) const { return member_ && *member_ == path; }
   std::string no_label_reason() const { return "no label (not in " + file_name_ + ")"; }
@@ -133,6 +186,9 @@ class CsvLabels {
   std::vector<std::string> bases_;                // folders (relative to the data, "" or "d/") the ids are relative to
   std::unique_ptr<detail::CsvLabelTable> table_;  // not movable: its reader calls back into it
   std::size_t used_ = 0;
+
+  detail::CsvLabelTable::Row* find(const std::string& path);
+  void check_header_names_no_file(const Archive& data) const;
 };
 
 struct ClassNames {

@@ -436,7 +436,12 @@ Entries sort_entries(DatasetShared& d) {
 struct Labels {
   std::vector<std::string> files;
   std::vector<std::string> unusable;  // the class each skipped file would have had
+  // Multi-label data: each file's tag set (CsvLabels::tag_sets()), its `files` entry kTagged
+  std::vector<std::uint32_t> tag_sets;
 };
+
+// A file's class on multi-label data, where its tags are in Labels::tag_sets: only not "" (no row).
+constexpr const char* kTagged = "(tags)";
 
 // Classes from labels.csv: a file's row is its path from the csv's folder, else from the root.
 Labels labels_from_csv(const Archive& a, const Entries& en) {
@@ -475,6 +480,15 @@ Labels label_entries(DatasetShared& d, const Entries& en) {
     const LabelPattern pattern(d.options.label_pattern);
     for (const auto& f : en.files) out.files.push_back(pattern.label(f.parts.back(), f.name));
     for (const auto& [f, why] : en.unusable) out.unusable.push_back(pattern.label(f.parts.back(), f.name));
+  } else if (d.csv_labels && d.csv_labels->multi_label()) {
+    std::vector<std::string> paths;  // relative to the data, as the CSV's ids are
+    for (const auto& f : en.files) {
+      const auto set = d.csv_labels->tag_set(paths.emplace_back(d.split_folder + f.name));
+      out.files.push_back(set ? kTagged : "");
+      out.tag_sets.push_back(set.value_or(0));
+    }
+    out.unusable.assign(en.unusable.size(), "");  // no class to say is left without images
+    d.csv_labels->finish(d.open_skips, d.split_folder, paths);
   } else if (d.csv_labels) {
     std::vector<std::string> paths;  // relative to the data, as the CSV's ids are
     for (const auto& f : en.files)
@@ -514,9 +528,45 @@ std::vector<std::pair<std::string, Sample>> labelled_files(DatasetShared& d, con
     Sample s;
     s.entry = en.files[k].entry;
     s.name = name;
+    if (!labels.tag_sets.empty()) s.tag_set = labels.tag_sets[k];
     labelled.emplace_back(labels.files[k], std::move(s));
   }
   return labelled;
+}
+
+// Multi-label data: the classes are every tag the labels file names (so that each split of one
+// file has the same ones), in the order classes have; the samples keep their tag sets, renumbered.
+void assign_tags(DatasetShared& d, std::vector<std::pair<std::string, Sample>>& labelled) {
+  const CsvLabels& csv = *d.csv_labels;
+  const std::vector<std::string>& names = csv.tag_names();
+  std::vector<std::uint32_t> order(names.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  const bool numbers = all_integers(names);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t x, std::uint32_t y) {
+    return numbers ? std::stoll(names[x]) < std::stoll(names[y]) : names[x] < names[y];
+  });
+  std::vector<std::uint32_t> rank(names.size());
+  d.classes.clear();
+  for (std::uint32_t k = 0; k < order.size(); ++k) {
+    rank[order[k]] = k;
+    d.classes.push_back(names[order[k]]);
+  }
+  d.multi_label = true;
+  d.tag_sets.clear();
+  for (const auto& set : csv.tag_sets()) {
+    std::vector<std::uint32_t>& tags = d.tag_sets.emplace_back();
+    for (const std::uint32_t t : set) tags.push_back(rank[t]);
+    std::sort(tags.begin(), tags.end());
+  }
+  d.samples.reserve(labelled.size());
+  for (auto& [c, s] : labelled) {
+    if (s.item >= 0)
+      fail(ErrorKind::usage, d.where(s), "images labelled by {labels} on multi-label data",
+           "a sample of an array labelled by a labels array", "give the images as files, or leave out the arrays");
+    s.label = -1;
+    d.samples.push_back(std::move(s));
+  }
+  if (d.class_names) name_classes(d.classes, *d.class_names);
 }
 
 // The dataset's classes (numbers in numeric order, names sorted) and its samples with their labels.
@@ -565,7 +615,10 @@ void scan_layout(DatasetShared& d) {
   const Labels labels = label_entries(d, entries);
   std::vector<std::pair<std::string, Sample>> labelled = labelled_files(d, entries, labels);
   pair_arrays(d, entries.arrays, labelled);
-  assign_classes(d, labelled, entries, labels);
+  if (d.csv_labels && d.csv_labels->multi_label())
+    assign_tags(d, labelled);
+  else
+    assign_classes(d, labelled, entries, labels);
 }
 
 }  // namespace frugal

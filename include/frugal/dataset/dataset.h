@@ -47,9 +47,17 @@ struct DatasetOptions {
   // the data its ids are relative to ("" the CSV's), and a file naming integer classes (a JSON
   // map or list, or a name a line; also for labels.csv, class folders and .npy labels).
   std::string labels, label_columns, images_dir, class_names;
-  // --labels values that look like tag lists ("clear primary road") are refused (multi-label
-  // training is not built yet) unless this says each whole value is one class.
+  // Multi-label data (docs/data.md, "Labels"): --label-separator SEP splits each --labels label
+  // into a list of tags ("clear primary road" with ' ': runs of spaces split once; tags are trimmed,
+  // empty ones dropped; an empty list is an image with no tag). --label-columns ID,* (every column
+  // after ID) or ID,A,B,... (more than one label column) reads one 0/1 column per tag instead.
+  // Without either, --labels values that look like tag lists are refused (exit 2) unless
+  // labels_are_classes says each whole value is one class.
+  std::string label_separator;
   bool labels_are_classes = false;
+  // Whether the --labels file's first row is a header: "yes", "no" (columns by index only) or
+  // "auto" (a header, refused with exit 2 when it looks like data: label_sources.h).
+  std::string labels_header = "auto";
   std::uint64_t max_pixels = 89478485;  // larger images count as bad
   // Files (images, .npy files) larger than this are skipped at open and counted, by the size the
   // archive lists, never read (read_limit.h; an array of samples read in place is exempt).
@@ -101,9 +109,14 @@ class Dataset {
  public:
   static std::shared_ptr<Dataset> open(const std::filesystem::path& archive, const DatasetOptions& = {});
 
-  const std::vector<std::string>& classes() const;  // sorted, stable
+  const std::vector<std::string>& classes() const;  // sorted, stable; the tag names on multi-label data
   std::size_t size() const;
-  int label(std::size_t i) const;
+  int label(std::size_t i) const;  // into classes(); -1 on multi-label data
+  // Multi-label data (DatasetOptions::label_separator, 0/1 columns): each sample has a set of tags.
+  bool multi_label() const;
+  // Sample i's tags: sorted indices into classes(), maybe none (an image with no tag is a negative
+  // sample). Empty on single-label data.
+  const std::vector<std::uint32_t>& tags(std::size_t i) const;
   const std::string& name(std::size_t i) const;  // entry name ("x.npy[17]" for array samples)
   int channels() const;                          // 1 or 3 (after DatasetOptions::channels)
   int native_size() const;                       // typical image side (median of a sample)
