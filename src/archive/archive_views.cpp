@@ -41,6 +41,7 @@ class SubArchive final : public Archive {
       inner_.push_back(i);
     }
     by_name_.build(entries_);
+    if (const EntryLabels* el = base_->entry_labels()) labels_ = sub_labels(*el);
   }
 
   const char* format() const override { return base_->format(); }
@@ -59,6 +60,8 @@ class SubArchive final : public Archive {
     return base_->stored_view(inner(i));
   }
   std::optional<std::uint64_t> stored_offset(std::size_t i) const override { return base_->stored_offset(inner(i)); }
+  // The base's labels of the entries under the folder (CIFAR's test/, a parquet file's rows).
+  const EntryLabels* entry_labels() const override { return labels_ ? &*labels_ : nullptr; }
 
   const Archive& base() const { return *base_; }
   std::size_t inner(std::size_t i) const {
@@ -73,6 +76,22 @@ class SubArchive final : public Archive {
   std::vector<ZipEntry> entries_;
   std::vector<std::size_t> inner_;
   NameTable by_name_;
+  std::optional<EntryLabels> labels_;
+
+  // Per-entry vectors picked for the entries kept; the rest as the base has it.
+  EntryLabels sub_labels(const EntryLabels& el) const {
+    EntryLabels out = el;
+    auto pick = [&](auto& v, const auto& from) {
+      if (from.empty()) return;
+      v.clear();
+      for (const std::size_t i : inner_) v.push_back(from.at(i));
+    };
+    pick(out.label, el.label);
+    pick(out.text, el.text);
+    pick(out.sample_member, el.sample_member);
+    pick(out.io_group, el.io_group);
+    return out;
+  }
 };
 
 // The top-level folders of `a`, for a message naming what there is instead.

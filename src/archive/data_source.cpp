@@ -142,11 +142,15 @@ std::unique_ptr<Archive> open_decompressed(const std::string& path, const Archiv
 
 std::unique_ptr<Archive> open_base(const std::string& path, const ArchiveOptions& options) {
   if (is_dir(path)) {
+    if (auto dir = cifar_folder(path)) return open_cifar_folder(*dir, path, options);
     if (auto files = parquet_files_of(path); !files.empty()) return open_parquet_set(files, path, options);
     return open_folder_archive(path, options);
   }
   if (!exists(path) && is_shard_pattern(path)) return open_shards(path, options);
   auto src = open_byte_source(path);
+  // CIFAR's .tar.gz is read in memory (cifar_archive.cpp says why), {cache_decompressed} or not.
+  if (const FileTypeInfo t = sniff(*src); (is_compressed_tar(t) || t.type == FileType::tar) && is_cifar_tar(*src, t.type))
+    return open_cifar_tar(std::move(src), t.type, path, options);
   if (options.cache_decompressed && is_compressed_tar(sniff(*src))) return open_decompressed(path, options);
   return open_bytes(std::move(src), path, options);
 }

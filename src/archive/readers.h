@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frugal/archive/archive.h"
+#include "frugal/archive/file_type.h"
 
 namespace frugal {
 
@@ -52,6 +53,18 @@ namespace detail {
 // reads): what tests count to see that an open used the index cache.
 std::uint64_t parquet_row_groups_read();
 }  // namespace detail
+
+// CIFAR-10/100 as downloaded (cifar_archive.cpp, cifar.h): an entry per image named
+// "<train|test>/<batch>/<row>.bmp", a 32x32 BMP made on read, labels and class names in
+// entry_labels(). cifar_folder(): `dir` itself when it holds a distribution's files, else its one
+// sub-folder that does (two: Error(usage) naming them), else nullopt. is_cifar_tar(): whether a tar
+// (compressed as `type` says, or FileType::tar) starts with a CIFAR distribution's folder.
+std::optional<std::filesystem::path> cifar_folder(const std::filesystem::path& dir);
+std::unique_ptr<Archive> open_cifar_folder(const std::filesystem::path& dir, std::string display,
+                                           const ArchiveOptions& options);
+bool is_cifar_tar(const ByteSource& src, FileType type);
+std::unique_ptr<Archive> open_cifar_tar(std::unique_ptr<ByteSource> src, FileType type, std::string display,
+                                        const ArchiveOptions& options);
 
 std::unique_ptr<Archive> open_folder_archive(const std::filesystem::path& root, const ArchiveOptions& options);
 // The file behind entry i of a folder archive; nullopt for other archives (or a folder entry).

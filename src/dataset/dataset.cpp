@@ -230,6 +230,7 @@ std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const 
   ao.name_encoding = options.name_encoding;
   ao.root = options.root;
   ao.cache_decompressed = options.cache_decompressed;
+  ao.label_kind = options.label_kind;
   ao.decompressed_max_bytes = options.decompressed_max_bytes;
   const bool val = options.split == SplitFolder::validation;
   d->split_files = options.root.empty() ? find_split_files(path) : std::nullopt;

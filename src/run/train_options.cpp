@@ -144,6 +144,14 @@ std::vector<Row> make_rows() {
        "counted against --disk-budget wherever that folder is, and read from there",
        Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.cache_decompressed, t); },
        nullptr});
+  add({"label_kind", nullptr, "CIFAR-100's labels: fine (default, 100 classes) or coarse (20 superclasses)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "fine" && t != "coarse") return choice({"fine", "coarse"});
+         c.label_kind = t;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.label_kind; }});
   add({"max_pixels", nullptr, "larger images count as bad", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) {
          return integer<std::int64_t>(c.max_pixels, t, 1, std::int64_t{1} << 40);

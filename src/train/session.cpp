@@ -237,6 +237,7 @@ void Session::open_data() {
   d.name_encoding = c_.name_encoding;
   d.exif_orientation = c_.exif_orientation;
   d.cache_decompressed = c_.cache_decompressed;
+  d.label_kind = c_.label_kind;
   if (c_.disk_budget) d.decompressed_max_bytes = cache_budget(c_, run_dir_, env_);
   TrainValOptions o;
   o.data = c_.data;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "frugal/weights/torch_save.h"
-#include "weights/pickle.h"
+#include "frugal/util/pickle.h"
 
 namespace frugal {
 

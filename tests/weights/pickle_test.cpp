@@ -9,7 +9,7 @@
 
 #include "frugal/util/error.h"
 #include "frugal/weights/torch_save.h"
-#include "weights/pickle.h"
+#include "frugal/util/pickle.h"
 #include "weights/pickle_builder.h"
 #include "weights/state_dict.h"
 

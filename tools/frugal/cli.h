@@ -37,6 +37,8 @@ void add_data_options(CLI::App& app, Options& options) {
                "cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal) and read from there, reused while it "
                "is unchanged; it stops before the disk's last 5% (at most 1 GiB)");
   app.add_option("--name-encoding", options.name_encoding, "encoding of names that are not UTF-8 (cp437, gbk, ...)");
+  app.add_option("--label-kind", options.label_kind, "CIFAR-100's labels: fine (default, 100 classes) or coarse (20)")
+      ->check(CLI::IsMember({"fine", "coarse"}));
 }
 
 // The options that say where labels come from besides class folders (DatasetOptions; docs/data.md,

@@ -40,7 +40,11 @@ struct ArchiveOptions {
   bool cache_decompressed = false;
   std::filesystem::path decompressed_dir;
   std::optional<std::uint64_t> decompressed_max_bytes;
+  // CIFAR-100's labels to read: "fine" (the 100 classes; "" says the same) or "coarse" (the 20
+  // superclasses) ({label_kind}); CIFAR-10 has fine labels only.
+  std::string label_kind;
 };
+
 
 enum class ZipMethod : std::uint16_t { stored = 0, deflate = 8 };
 

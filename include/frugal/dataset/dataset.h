@@ -68,6 +68,7 @@ struct DatasetOptions {
   std::string name_encoding;                                  // for non-UTF-8 entry names (ArchiveOptions)
   std::string root;                                           // a folder inside the data: only it is read ({data_root})
   bool cache_decompressed = false;                            // a compressed tar decompressed once (ArchiveOptions)
+  std::string label_kind;  // CIFAR-100: "fine" ("" the same) or "coarse" labels (ArchiveOptions; {label_kind})
   SplitFolder split = SplitFolder::train;                     // which split folder, on data that has them
   std::optional<std::uint64_t> decompressed_max_bytes;
 };

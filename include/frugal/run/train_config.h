@@ -82,6 +82,7 @@ struct TrainConfig {
   std::string labels, label_columns, images_dir, class_names;
   bool labels_are_classes = false;  // --labels values that look like tag lists taken whole (DatasetOptions')
   bool cache_decompressed = false;  // a compressed tar decompressed once (ArchiveOptions)
+  std::string label_kind;           // CIFAR-100: "fine" ("" the same) or "coarse" (ArchiveOptions)
   std::vector<std::string> freeze;
   // The stable fraction of --data validated on; unset: 5% (said); 0: none, no validation at all.
   // config.json records unset as 0.0, as version 1 did (the resolved split is under "data").

@@ -1,7 +1,9 @@
 // The data-only pickle machine (pickle.h). Opcode semantics follow CPython's Lib/pickle.py
 // (_Unpickler) and Lib/pickletools.py; the globals and the calls made of them follow
-// torch/serialization.py (_save's persistent ids) and torch/_utils.py (the _rebuild_* functions).
-#include "weights/pickle.h"
+// torch/serialization.py (_save's persistent ids) and torch/_utils.py (the _rebuild_* functions);
+// numpy's arrays follow numpy/_core/src/multiarray/methods.c (array_reduce_ex, array_setstate) and
+// descriptor.c (arraydescr_reduce).
+#include "frugal/util/pickle.h"
 
 #include <bit>
 #include <cstdio>
@@ -55,6 +57,18 @@ constexpr KnownGlobal kGlobals[] = {
     {"torch", "bool", Global::dtype, Dtype::boolean},
 };
 
+// Everything a CIFAR batch (a dict of numpy uint8 arrays, lists, numbers and strings) names, as
+// Python 2's cPickle and Python 3 with numpy 1 or 2 write it: nothing else is ever looked up.
+constexpr KnownGlobal kNumpyGlobals[] = {
+    {"numpy.core.multiarray", "_reconstruct", Global::np_reconstruct, Dtype::u8},
+    {"numpy._core.multiarray", "_reconstruct", Global::np_reconstruct, Dtype::u8},
+    {"numpy", "ndarray", Global::np_ndarray, Dtype::u8},
+    {"numpy", "dtype", Global::np_dtype, Dtype::u8},
+    {"numpy.core.numeric", "_frombuffer", Global::np_frombuffer, Dtype::u8},
+    {"numpy._core.numeric", "_frombuffer", Global::np_frombuffer, Dtype::u8},
+    {"_codecs", "encode", Global::codecs_encode, Dtype::u8},
+};
+
 // Globals torch.load itself allows (they run no code of the file's choosing) that describe tensors
 // frugal does not read: said as such rather than as a danger.
 struct Unread {
@@ -84,7 +98,7 @@ constexpr Unread kUnread[] = {
 class Machine {
  public:
   Machine(std::span<const std::uint8_t> bytes, const std::string& where, const Limits& limits)
-      : bytes_(bytes), where_(where + ": data.pkl"), limits_(limits) {
+      : bytes_(bytes), where_(limits.profile == Profile::numpy_arrays ? where : where + ": data.pkl"), limits_(limits) {
     add({Kind::none});
     add({Kind::boolean, 0, 0, 0});
     add({Kind::boolean, 0, 0, 1});
@@ -104,10 +118,12 @@ class Machine {
 
  private:
   // ---- bytes ----
-  [[noreturn]] void bad(
-      const std::string& expected, const std::string& found,
-      const std::string& hint = "the file is corrupt or crafted; save it again with torch.save") const {
-    fail(ErrorKind::invalid, where_, expected, found + " at byte " + std::to_string(op_at_), hint);
+  bool numpy() const { return limits_.profile == Profile::numpy_arrays; }
+  [[noreturn]] void bad(const std::string& expected, const std::string& found, const std::string& hint = "") const {
+    fail(ErrorKind::invalid, where_, expected, found + " at byte " + std::to_string(op_at_),
+         !hint.empty() ? hint
+         : numpy()     ? "the file is corrupt or crafted; download it again"
+                       : "the file is corrupt or crafted; save it again with torch.save");
   }
   const std::uint8_t* take(std::uint64_t n) {
     if (n > bytes_.size() - pos_) bad(std::to_string(n) + " more bytes", "the end of the pickle");
@@ -208,10 +224,16 @@ class Machine {
 
   // ---- globals and calls ----
   std::uint32_t global(const std::string& module, const std::string& name) {
-    for (const auto& k : kGlobals)
+    const std::span<const KnownGlobal> known = numpy() ? std::span<const KnownGlobal>(kNumpyGlobals) : kGlobals;
+    for (const auto& k : known)
       if (k.module == module && k.name == name)
         return add({Kind::global, static_cast<std::uint8_t>(k.global), 0, static_cast<std::int64_t>(k.dtype)});
     const std::string full = printable_name(module + "." + name);
+    if (numpy())
+      bad("only what a CIFAR batch holds (numpy uint8 arrays, lists, numbers, strings)", "the global " + full,
+          "refusing to load " + full +
+              ": it could run code; only numpy arrays and plain data are read, and nothing "
+              "was run. Use the file as its maintainers publish it");
     for (const auto& u : kUnread)
       if (full.compare(0, u.prefix.size(), u.prefix) == 0)
         fail(ErrorKind::unsupported, where_, "tensors of F64, F32, F16, BF16, I64, I32, I16, I8, U8 or BOOL",
@@ -231,6 +253,7 @@ class Machine {
   std::uint32_t call(std::uint32_t callable, std::uint32_t args, const char* op) {
     if (!is(args, Kind::tuple)) bad(std::string(op) + " arguments in a tuple", describe(g_, args));
     const auto a = g_.items[at(args).ref];  // a copy: adding values below may move g_.items
+    if (numpy()) return call_numpy(callable, a, op);
     if (is_global(callable, Global::ordered_dict)) {
       if (!a.empty()) bad("OrderedDict() called without arguments", std::to_string(a.size()) + " arguments");
       return add_container(Kind::dict);
@@ -255,6 +278,85 @@ class Machine {
       return a[0];  // a Parameter is its data here; its state (with_state) is Python attributes
     }
     bad(std::string(op) + " only on OrderedDict and torch's tensor rebuilders", "a call of " + describe(g_, callable));
+  }
+
+  // ---- numpy (Profile::numpy_arrays) ----
+  bool is_text(std::uint32_t v) const { return is(v, Kind::string) || is(v, Kind::bytes); }
+  std::uint32_t call_numpy(std::uint32_t callable, const std::vector<std::uint32_t>& a, const char* op) {
+    if (is_global(callable, Global::codecs_encode)) return latin1(a);
+    if (is_global(callable, Global::np_dtype)) {  // dtype('u1', align, copy)
+      if (a.size() != 3 || !is_text(a[0])) bad("numpy.dtype('u1', ...) with 3 arguments", describe(g_, callable));
+      if (g_.str(a[0]) != "u1") bad("a uint8 array (dtype 'u1')", "dtype '" + printable_name(g_.str(a[0])) + "'");
+      return add({Kind::global, static_cast<std::uint8_t>(Global::dtype), 0, static_cast<std::int64_t>(Dtype::u8)});
+    }
+    if (is_global(callable, Global::np_reconstruct)) {  // _reconstruct(ndarray, (0,), b'b'): filled by BUILD
+      if (a.size() != 3 || !is_global(a[0], Global::np_ndarray))
+        bad("_reconstruct(numpy.ndarray, shape, typecode)", "other arguments");
+      g_.arrays.push_back({});
+      return add({Kind::array, 0, static_cast<std::uint32_t>(g_.arrays.size() - 1), 0});
+    }
+    if (is_global(callable, Global::np_frombuffer)) {  // _frombuffer(buffer, dtype, shape, order)
+      if (a.size() != 4 || !is(a[0], Kind::bytes) || !is_global(a[1], Global::dtype) || !is_text(a[3]))
+        bad("_frombuffer(bytes, dtype, shape, order)", "other arguments");
+      if (g_.str(a[3]) != "C") bad("an array in C order", "order '" + printable_name(g_.str(a[3])) + "'");
+      return array(ints(a[2], "an array's shape"), a[0]);
+    }
+    bad(std::string(op) + " only on numpy's array and dtype makers", "a call of " + describe(g_, callable));
+  }
+  // _codecs.encode(text, 'latin1'): the text's code points (each below 256) as bytes.
+  std::uint32_t latin1(const std::vector<std::uint32_t>& a) {
+    if (a.size() != 2 || !is(a[0], Kind::string) || !is(a[1], Kind::string) || g_.str(a[1]) != "latin1")
+      bad("_codecs.encode(text, 'latin1')", "other arguments");
+    const std::string& in = g_.str(a[0]);
+    std::string out;
+    out.reserve(in.size());
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const auto c = static_cast<std::uint8_t>(in[k]);
+      if (c < 0x80) {
+        out += static_cast<char>(c);
+      } else if ((c & 0xfe) == 0xc2 && k + 1 < in.size() && (static_cast<std::uint8_t>(in[k + 1]) & 0xc0) == 0x80) {
+        out += static_cast<char>(((c & 0x03) << 6) | (static_cast<std::uint8_t>(in[++k]) & 0x3f));
+      } else {
+        bad("latin1 text (code points below 256, as UTF-8)", "another byte");
+      }
+    }
+    g_.strings.push_back(std::move(out));
+    return add({Kind::bytes, 0, static_cast<std::uint32_t>(g_.strings.size() - 1), 0});
+  }
+  // A built array: its bytes must be exactly its shape's product (each dimension and the product
+  // checked before anything is kept).
+  std::uint32_t array(std::vector<std::int64_t> shape, std::uint32_t data) {
+    g_.arrays.push_back(make_array(std::move(shape), data));
+    return add({Kind::array, 0, static_cast<std::uint32_t>(g_.arrays.size() - 1), 0});
+  }
+  Array make_array(std::vector<std::int64_t> shape, std::uint32_t data) {
+    const std::uint64_t size = g_.str(data).size();
+    std::uint64_t n = 1;
+    for (const std::int64_t d : shape) {
+      if (d != 0 && n > UINT64_MAX / static_cast<std::uint64_t>(d))
+        bad("an array shape of fewer than 2^64 bytes", "a larger shape");
+      n *= static_cast<std::uint64_t>(d);
+    }
+    if (n != size)
+      bad("an array of " + std::to_string(n) + " bytes (its shape)", std::to_string(size) + " bytes of data");
+    return {std::move(shape), at(data).ref, true};
+  }
+  // BUILD on _reconstruct's array: (version, shape, dtype, is_fortran, raw bytes); on a dtype: its
+  // byte order and flags, which a uint8 dtype does not need.
+  void build_numpy(std::uint32_t target, std::uint32_t state) {
+    if (is_global(target, Global::dtype)) {
+      if (!is(state, Kind::tuple)) bad("a numpy dtype's state as a tuple", describe(g_, state));
+      return;
+    }
+    if (!is(target, Kind::array) || g_.arrays[at(target).ref].built)
+      bad("BUILD only on a new numpy array or dtype", describe(g_, target));
+    const auto s = is(state, Kind::tuple) ? g_.items[at(state).ref] : std::vector<std::uint32_t>{};
+    if (s.size() != 5) bad("an array's state (version, shape, dtype, fortran, data)", describe(g_, state));
+    if (!is_global(s[2], Global::dtype)) bad("a numpy dtype in an array's state", describe(g_, s[2]));
+    if (!(is(s[3], Kind::boolean) || is(s[3], Kind::integer)) || at(s[3]).i != 0)
+      bad("an array in C order (is_fortran False)", describe(g_, s[3]));
+    if (!is(s[4], Kind::bytes)) bad("an array's data as bytes (a uint8 array)", describe(g_, s[4]));
+    g_.arrays[at(target).ref] = make_array(ints(s[1], "an array's shape"), s[4]);
   }
 
   std::int64_t integer(std::uint32_t v, const char* what) {
@@ -439,14 +541,14 @@ bool Machine::step_string(std::uint8_t op) {
     case 'T':
     case 'B': {
       const std::uint64_t n = le(4);
-      push(add_string(op == 'B' ? Kind::bytes : Kind::string, take(n), n));
+      push(add_string(op == 'B' || (op == 'T' && numpy()) ? Kind::bytes : Kind::string, take(n), n));
       return true;
     }
     case 0x8c:
     case 'U':
-    case 'C': {
+    case 'C': {  // SHORT_BINUNICODE, SHORT_BINSTRING (Python 2's str), SHORT_BINBYTES
       const std::uint64_t n = u8();
-      push(add_string(op == 'C' ? Kind::bytes : Kind::string, take(n), n));
+      push(add_string(op == 'C' || (op == 'U' && numpy()) ? Kind::bytes : Kind::string, take(n), n));
       return true;
     }
     case 0x8d:
@@ -574,6 +676,10 @@ bool Machine::step_object(std::uint8_t op) {
     }
     case 'b': {  // BUILD: an OrderedDict's attributes (a state dict's _metadata) are not needed
       const std::uint32_t state = pop();
+      if (numpy()) {
+        build_numpy(top(), state);
+        return true;
+      }
       if (!is(top(), Kind::dict)) bad("BUILD only on an OrderedDict", describe(g_, top()));
       (void)state;
       return true;
@@ -730,11 +836,13 @@ std::string describe(const Graph& g, std::uint32_t v) {
     case Kind::set:
       return count("set");
     case Kind::global:
-      return "a global of torch's";
+      return x.sub >= static_cast<std::uint8_t>(Global::np_reconstruct) ? "a global of numpy's" : "a global of torch's";
     case Kind::storage:
       return "a storage";
     case Kind::tensor:
       return "a tensor";
+    case Kind::array:
+      return "a numpy array";
   }
   return "a value";
 }
@@ -743,8 +851,8 @@ Graph unpickle(std::span<const std::uint8_t> bytes, const std::string& where, co
   try {
     return Machine(bytes, where, limits).run();
   } catch (const std::bad_alloc&) {
-    fail(ErrorKind::invalid, where + ": data.pkl", "a pickle that fits in memory", "one that does not",
-         "the file is crafted or not a state dict");
+    fail(ErrorKind::invalid, limits.profile == Profile::numpy_arrays ? where : where + ": data.pkl",
+         "a pickle that fits in memory", "one that does not", "the file is crafted or not a state dict");
   }
 }
 

@@ -1,6 +1,6 @@
 // A pickle machine that only builds data: the opcodes of protocols 2 to 5 that make values (numbers,
-// strings, tuples, lists, dicts, sets), memo and marks, and the handful of globals a torch.save state
-// dict names. A global outside that list is refused when the GLOBAL opcode names it, so nothing is
+// strings, tuples, lists, dicts, sets), memo and marks, and the handful of globals one kind of file
+// names (Profile): a torch.save state dict's, or a numpy uint8 array's (CIFAR's batches). A global outside that list is refused when the GLOBAL opcode names it, so nothing is
 // ever looked up, let alone called; REDUCE, BUILD and NEWOBJ act only on the known globals, each by a
 // rule written here (a tensor is described, never built). INST, OBJ, PERSID, EXT and out-of-band
 // buffers are refused.
@@ -37,6 +37,7 @@ enum class Kind : std::uint8_t {
   global,   // one of Global, in `sub`; a storage class or dtype carries its Dtype in `i`
   storage,  // Graph::storages[ref], from a persistent id
   tensor,   // Graph::tensors[ref], from a _rebuild_tensor_* call
+  array,    // Graph::arrays[ref], from numpy's _reconstruct (+ BUILD) or _frombuffer
 };
 
 enum class Global : std::uint8_t {
@@ -46,7 +47,22 @@ enum class Global : std::uint8_t {
   rebuild_parameter,
   rebuild_parameter_with_state,
   storage_class,  // torch.FloatStorage, ..., torch.UntypedStorage (bytes: Dtype::u8)
-  dtype,          // torch.float32, ... (what _rebuild_tensor_v3 is given)
+  dtype,          // torch.float32, ... (what _rebuild_tensor_v3 is given); a numpy dtype('u1') made by REDUCE
+  // Profile::numpy_arrays only:
+  np_reconstruct,  // numpy.core.multiarray._reconstruct (numpy 2: numpy._core.multiarray)
+  np_ndarray,      // numpy.ndarray, _reconstruct's first argument
+  np_dtype,        // numpy.dtype, called with ('u1', ...)
+  np_frombuffer,   // numpy.core.numeric._frombuffer (numpy 2: numpy._core): protocol 5's in-band array
+  codecs_encode,   // _codecs.encode(text, 'latin1'): how Python 3 writes bytes at protocol 2
+};
+
+// Which globals a pickle may name: each kind of file its own short list, every other global refused.
+enum class Profile : std::uint8_t {
+  torch_state_dict,  // torch.save's data.pkl
+  // numpy.ndarray of uint8 (C order) as pickled by Python 2's cPickle or Python 3 (protocol 2 to 5,
+  // numpy 1 or 2); Python 2 str (SHORT_BINSTRING, BINSTRING) reads as bytes, as Python 3's
+  // pickle.load(f, encoding='bytes') reads it.
+  numpy_arrays,
 };
 
 struct Value {
@@ -70,12 +86,20 @@ struct Tensor {
   std::vector<std::int64_t> shape, strides;
 };
 
+// A numpy array of uint8 in C order: `shape`, and its bytes in Graph::strings[data].
+struct Array {
+  std::vector<std::int64_t> shape;
+  std::uint32_t data = 0;
+  bool built = false;  // _reconstruct makes it empty; BUILD gives it its shape and bytes
+};
+
 struct Graph {
   std::vector<Value> values;
   std::vector<std::string> strings;
   std::vector<std::vector<std::uint32_t>> items;
   std::vector<Storage> storages;
   std::vector<Tensor> tensors;
+  std::vector<Array> arrays;
   std::uint32_t root = 0;  // the value STOP returned
 
   const Value& at(std::uint32_t v) const { return values[v]; }
@@ -86,9 +110,11 @@ struct Graph {
 struct Limits {
   std::uint64_t max_values = 1u << 22;  // 64 MiB of arena; a state dict takes ~25 per tensor
   std::size_t max_dims = 32;
+  Profile profile = Profile::torch_state_dict;
 };
 
-// Runs `bytes` (a whole pickle, ending in STOP). Throws Error(invalid) naming `where` and the byte
+// Runs `bytes` (a whole pickle, ending in STOP). Throws Error(invalid) naming `where` (torch: its
+// data.pkl) and the byte
 // offset for bad or crafted bytes and for every global outside the list (its name, and that nothing
 // was run); Error(unsupported) for globals frugal knows but does not read (complex, quantized or
 // float8 storages, tensor metadata such as a conjugate bit).
