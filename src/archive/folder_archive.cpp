@@ -1,12 +1,16 @@
 // A folder read as an archive: its files, listed once and sorted by name, read with pread.
 //
-// Nothing is followed out of the folder. The walk never enters a linked folder; a link to a file
-// is an entry only when its target lies inside the folder (realpath), and is then read as that
-// target. Every open names its path below the folder's descriptor with RESOLVE_BENEATH and
+// Nothing is followed out of the folder. A link to a file is an entry only when its target lies
+// inside the folder (realpath), and is then read as that target; a link to a folder inside it is
+// walked as that folder, its files named below the link, unless that folder is one the walk came
+// through (a link to an ancestor: a cycle, never followed). Links out of the folder, cycles and
+// dangling links are listed with where they lead (ZipEntry::link_target) and never followed.
+// Every open names its path below the folder's descriptor with RESOLVE_BENEATH and
 // RESOLVE_NO_SYMLINKS (openat2; O_NOFOLLOW on the last component where the kernel predates it),
-// so a link planted after the listing is not followed either. Other links, FIFOs, devices and
-// sockets are listed (entry_problem() names them) and never opened: a FIFO would block a reader
-// forever. A file whose size changed since the listing is an error naming it, not a short read.
+// so a link planted after the listing is not followed either (a followed link's folder is opened
+// by where it really is). Other links, FIFOs, devices and sockets are listed (entry_problem()
+// names them) and never opened: a FIFO would block a reader forever. A file whose size changed
+// since the listing is an error naming it, not a short read.
 // Without openat2 (old kernels, old container profiles) only the last component is held to
 // O_NOFOLLOW: a folder on the way swapped for a link after the listing would be followed.
 #include <dirent.h>
@@ -98,14 +102,16 @@ class FolderArchive final : public Archive {
     check_unchanged(fd.get(), i);
   }
 
+  // In pieces, the first of at most 4 KiB: a reader that wants a file's first bytes (its type,
+  // read_entry_head) stops after one small read, whatever the file's size.
   void read_to(std::size_t i, const std::function<void(std::span<const std::uint8_t>)>& sink) const override {
-    constexpr std::size_t kChunk = std::size_t{4} << 20;
+    constexpr std::size_t kChunk = std::size_t{4} << 20, kFirst = 4096;
     const ZipEntry& e = readable(i);
-    if (e.size <= kChunk || e.is_dir) return Archive::read_to(i, sink);
+    if (e.size == 0 || e.is_dir) return Archive::read_to(i, sink);
     UniqueFd fd = open_file(i);
-    std::vector<std::uint8_t> buf(kChunk);
+    std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, e.size)));
     for (std::uint64_t done = 0; done < e.size;) {
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, e.size - done));
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(done == 0 ? kFirst : kChunk, e.size - done));
       pread_full(fd.get(), buf.data(), n, done, where(i));
       sink(std::span<const std::uint8_t>(buf.data(), n));
       done += n;
@@ -163,15 +169,28 @@ class FolderArchive final : public Archive {
     std::string target;  // what is opened (the link's target for a link kept as a file)
     struct stat st {};
     bool link = false;
+    LinkTarget link_target = LinkTarget::unknown;
+  };
+
+  // A folder to walk: its name below the root (through followed links), where it really is below
+  // the root (no link on the way, as open_beneath needs), and where the folders walked on the way
+  // to it really are: a link back to one of them is a cycle.
+  struct Pending {
+    std::string dir, real;
+    std::size_t depth = 0;
+    std::vector<std::string> above;
   };
 
   void walk(const ArchiveOptions& options) {
     std::vector<Found> found;
-    std::vector<std::pair<std::string, std::size_t>> pending{{"", 0}};  // (folder below root, depth)
+    std::vector<Pending> pending{{"", "", 0, {}}};
     while (!pending.empty()) {
-      auto [dir, depth] = std::move(pending.back());
+      Pending p = std::move(pending.back());
       pending.pop_back();
-      UniqueFd dfd(dir.empty() ? ::dup(root_fd_.get()) : open_beneath(root_fd_.get(), dir, O_RDONLY | O_DIRECTORY));
+      const std::string& dir = p.dir;
+      const std::size_t depth = p.depth;
+      UniqueFd dfd(p.real.empty() ? ::dup(root_fd_.get())
+                                  : open_beneath(root_fd_.get(), p.real, O_RDONLY | O_DIRECTORY));
       if (!dfd) fail_errno("open folder", (root_ / dir).string(), errno);
       DIR* d = ::fdopendir(dfd.get());
       if (!d) fail_errno("read folder", (root_ / dir).string(), errno);
@@ -188,14 +207,15 @@ class FolderArchive final : public Archive {
         f.raw = dir.empty() ? name : dir + "/" + name;
         if (::fstatat(fd, name.c_str(), &f.st, AT_SYMLINK_NOFOLLOW) != 0)
           fail_errno("stat", (root_ / f.raw).string(), errno);
-        f.target = f.raw;
+        f.target = p.real.empty() ? name : p.real + "/" + name;
+        if (S_ISLNK(f.st.st_mode)) resolve_link(f, p);
         if (S_ISDIR(f.st.st_mode)) {
           if (depth + 1 > kMaxDepth)
             fail(ErrorKind::invalid, (root_ / f.raw).string(), "folders at most " + std::to_string(kMaxDepth) + " deep",
                  "deeper ones", "give a folder further down");
-          pending.emplace_back(f.raw, depth + 1);
-        } else if (S_ISLNK(f.st.st_mode)) {
-          resolve_link(f);
+          Pending next{f.raw, f.target, depth + 1, p.above};
+          next.above.push_back(p.real);
+          pending.push_back(std::move(next));
         }
         found.push_back(std::move(f));
         errno = 0;
@@ -213,7 +233,8 @@ class FolderArchive final : public Archive {
       e.has_crc32 = false;
       e.is_dir = dir;
       if (S_ISREG(f.st.st_mode)) e.size = e.compressed_size = static_cast<std::uint64_t>(f.st.st_size);
-      if (f.link && !S_ISREG(f.st.st_mode)) e.is_symlink = true;
+      if (f.link && !S_ISREG(f.st.st_mode) && !dir) e.is_symlink = true;
+      e.link_target = f.link_target;
       if (S_ISFIFO(f.st.st_mode)) e.special = SpecialMember::fifo;
       if (S_ISCHR(f.st.st_mode) || S_ISBLK(f.st.st_mode)) e.special = SpecialMember::device;
       if (S_ISSOCK(f.st.st_mode)) e.special = SpecialMember::other;
@@ -223,22 +244,47 @@ class FolderArchive final : public Archive {
     by_name_.build(entries_);
   }
 
-  // A link stays a link entry unless it leads to a regular file inside the folder; then it is that
-  // file (its stat and its path below the root).
-  void resolve_link(Found& f) {
+  // Whether folder `outer` (below the root, "" for the root) is `inner` or holds it.
+  static bool holds(const std::string& outer, const std::string& inner) {
+    return outer.empty() || inner == outer ||
+           (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 && inner[outer.size()] == '/');
+  }
+
+  // A link stays a link entry (link_target saying where it leads) unless it leads to a regular
+  // file inside the folder, then it is that file (its stat and its path below the root), or to a
+  // folder inside it that holds neither the link nor a folder walked on the way (walked as it).
+  void resolve_link(Found& f, const Pending& in) {
     f.link = true;
-    const fs::path full = root_ / f.raw;
+    f.link_target = LinkTarget::dangling;
+    const fs::path full = root_ / f.target;
     char* real = ::realpath(full.c_str(), nullptr);
     if (!real) return;  // dangling
     const std::string target = real;
     std::free(real);
-    if (target.size() <= real_root_.size() || target.compare(0, real_root_.size(), real_root_) != 0 ||
-        (real_root_ != "/" && target[real_root_.size()] != '/'))
-      return;  // out of the folder
     struct stat st {};
-    if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (::stat(target.c_str(), &st) != 0) return;
+    const bool inside = target == real_root_ ||
+                        (target.size() > real_root_.size() && target.compare(0, real_root_.size(), real_root_) == 0 &&
+                         (real_root_ == "/" || target[real_root_.size()] == '/'));
+    if (!inside) {
+      f.link_target = S_ISDIR(st.st_mode) ? LinkTarget::folder_outside : LinkTarget::file_outside;
+      return;
+    }
+    const std::string rel = target == real_root_ ? "" : target.substr(real_root_ == "/" ? 1 : real_root_.size() + 1);
+    if (S_ISDIR(st.st_mode)) {
+      const bool cycle = holds(rel, in.real) || std::any_of(in.above.begin(), in.above.end(),
+                                                            [&](const std::string& d) { return holds(rel, d); });
+      if (cycle) {
+        f.link_target = LinkTarget::folder_cycle;
+        return;
+      }
+    } else if (!S_ISREG(st.st_mode)) {
+      f.link_target = LinkTarget::unknown;  // a FIFO, a device: listed as a link, never opened
+      return;
+    }
+    f.link_target = LinkTarget::unknown;
     f.st = st;
-    f.target = target.substr(real_root_ == "/" ? 1 : real_root_.size() + 1);
+    f.target = rel;
   }
 
   fs::path root_;

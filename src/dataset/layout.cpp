@@ -12,6 +12,7 @@
 #include "dataset/dataset_shared.h"
 #include "dataset/labels_csv.h"
 #include "dataset/skip_rules.h"
+#include "frugal/dataset/predict_inputs.h"
 #include "frugal/archive/read_limit.h"
 #include "frugal/util/checked.h"
 #include "frugal/util/error.h"
@@ -373,12 +374,30 @@ const EntryLabels* reader_labels(const DatasetShared& d) {
   return d.archive->entry_labels();
 }
 
+// {exclude}: whether the file is one of them. `full` is its path from the data's top (split folder
+// included), `name` from the folder read; a pattern without '/' matches the file's name in any
+// folder. A pattern is the path itself or a glob (entry_glob_match).
+bool excluded(const std::vector<std::string>& patterns, const std::string& full, const std::string& name) {
+  for (const std::string& p : patterns) {
+    if (p == full || p == name) return true;
+    if (p.find('/') == std::string::npos) {
+      const auto slash = name.rfind('/');
+      if (entry_glob_match(p, slash == std::string::npos ? name : name.substr(slash + 1))) return true;
+    } else if (entry_glob_match(p, full) || entry_glob_match(p, name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The archive's entries sorted by what they are to the dataset.
 struct Entries {
   std::vector<std::string> names;  // sample_name() of every entry
   std::vector<Candidate> files, arrays;
   std::vector<std::pair<Candidate, std::string>> unusable;  // skipped for their size or format, and why
   std::optional<std::size_t> csv;                           // the shallowest labels.csv
+  std::uint64_t by_bytes = 0;  // samples whose name does not say image (no extension, .dat): taken by their bytes
+  std::string by_bytes_example;
 };
 
 Entries sort_entries(DatasetShared& d) {
@@ -393,6 +412,10 @@ Entries sort_entries(DatasetShared& d) {
   for (std::size_t i = 0; i < a.entries().size(); ++i) {
     const ZipEntry& e = a.entries()[i];
     if (e.is_dir) continue;
+    if (!d.options.exclude.empty() && excluded(d.options.exclude, d.split_folder + names[i], names[i])) {
+      count(d.open_skips, "excluded", names[i]);
+      continue;
+    }
     // "/tmp/x.jpg", "../x.jpg", links, sparse files: never read, so never a sample (nor class "tmp").
     if (std::string why = detail::never_read_reason(e); !why.empty()) {
       const EntryLabels* el = reader_labels(d);  // a reader's own members are its to count (WebDataset)
@@ -425,6 +448,8 @@ Entries sort_entries(DatasetShared& d) {
       out.unusable.push_back({{i, names[i], std::move(parts), f}, std::move(why)});
       continue;
     }
+    if (format_from_extension(parts.back()) == ImageFormat::unknown && out.by_bytes++ == 0)
+      out.by_bytes_example = names[i];
     (npy_array ? out.arrays : out.files).push_back({i, names[i], std::move(parts), f});
   }
   note_names_not_utf8(a, lossy);
@@ -612,6 +637,10 @@ void scan_layout(DatasetShared& d) {
       d.open_skips.counts[why] += n;
     }
   Entries entries = sort_entries(d);
+  if (entries.by_bytes > 0)  // decided by the bytes, not said by the names: said
+    note(d.archive->display_name() + ": " + count_of(entries.by_bytes, "file") +
+         " whose name does not say image (e.g. " + entries.by_bytes_example + ") " +
+         (entries.by_bytes == 1 ? "is an image by its bytes" : "are images by their bytes") + ": read as such");
   const Labels labels = label_entries(d, entries);
   std::vector<std::pair<std::string, Sample>> labelled = labelled_files(d, entries, labels);
   pair_arrays(d, entries.arrays, labelled);

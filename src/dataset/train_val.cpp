@@ -1,10 +1,12 @@
 #include "frugal/dataset/train_val.h"
 
 #include <cmath>
+#include <set>
 #include <tuple>
 
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
+#include "frugal/util/settings_text.h"
 #include "frugal/util/terminal.h"
 #include "frugal/util/units.h"
 
@@ -40,9 +42,81 @@ void say_splits(const std::string& data, const Dataset& all, bool val_folder) {
          (val_folder ? ", validating on " + all.validation_folder() : std::string()));
 }
 
+// The options the validation data is opened with: its own labels when {val_labels} gives them
+// (then {labels} labelled the training data alone), else the training data's.
+DatasetOptions with_val_labels(const TrainValOptions& o, DatasetOptions d) {
+  const auto& v = o.val_labels;
+  if (v.labels.empty()) {
+    if (!v.label_columns.empty() || !v.images_dir.empty())
+      fail(ErrorKind::usage, v.label_columns.empty() ? "{val_images_dir}" : "{val_label_columns}",
+           "{val_labels} FILE beside it", "no {val_labels}", "give the validation data's label file with {val_labels}");
+    return d;
+  }
+  d.labels = v.labels;
+  d.label_columns = v.label_columns;
+  d.images_dir = v.images_dir;
+  d.labels_header = o.dataset.labels_header;  // {labels_header} says it of every label file given
+  d.label_pattern.clear();                    // the training data's rule, not the validation data's
+  return d;
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < 5; ++i) s += (i ? ", \"" : "\"") + printable(names[i]) + "\"";
+  if (names.size() > 5) s += ", and " + std::to_string(names.size() - 5) + " more";
+  return s;
+}
+
+// Validation labelled by {val_labels} must name the training classes, every one of them (a class
+// is one output of the model, numbered in the same order): a label that is no training class,
+// or a training class no validation image has, is exit 3 naming them and the file, with why a
+// class has no training image when its training files were all skipped.
+void check_val_labels(const TrainValOptions& o, const Dataset& val, const std::vector<std::string>& classes,
+                      const SkipReport& train_skips) {
+  if (o.val_labels.labels.empty() || val.classes() == classes) return;
+  const std::set<std::string> train(classes.begin(), classes.end()), own(val.classes().begin(), val.classes().end());
+  std::vector<std::string> extra, missing;
+  std::string why;
+  for (const std::string& c : val.classes())
+    if (!train.count(c)) {
+      extra.push_back(c);
+      if (const auto it = train_skips.empty_classes.find(c); it != train_skips.empty_classes.end() && why.size() < 400)
+        why += "; class \"" + printable(c) + "\" has training files but none frugal reads: " + it->second;
+    }
+  for (const std::string& c : classes)
+    if (!own.count(c)) missing.push_back(c);
+  const std::string where = o.val_labels.labels + " ({val_labels})";
+  if (!extra.empty())
+    fail(ErrorKind::invalid, where,
+         "labels that are classes of the training data (" + count_of(classes.size(), "class", "classes") + ")",
+         count_of(extra.size(), "label") + " that " + (extra.size() == 1 ? "is" : "are") +
+             " no training class: " + quoted_list(extra) + why,
+         "correct the labels, or add training images of those classes");
+  fail(ErrorKind::invalid, where, "validation images of every training class (both are numbered as one list)",
+       "none of " + count_of(missing.size(), "class", "classes") + ": " + quoted_list(missing),
+       "label validation images of those classes too, or leave the classes out of the training data");
+}
+
+// What config.json's "data" record says of the labels: whose they are, and how they were read.
+void record_labels(const TrainValOptions& o, TrainVal& out) {
+  if (!o.dataset.labels.empty())
+    out.decided["labels"] =
+        o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
+                                                         : ": each label one class (no label looked like a tag list)");
+  if (!o.val_labels.labels.empty())
+    out.decided["val_labels"] =
+        o.val_labels.labels + ": labels the validation data alone" +
+        (o.dataset.labels.empty() ? std::string() : spell_settings(" ({labels} the training data)"));
+}
+
 // A stable fraction of the training data validates: 5% when unset (said), nothing with 0 (said:
 // no validation figures, best.safetensors the newest).
 void split_off_validation(const TrainValOptions& o, const Dataset& all, TrainVal& out) {
+  if (!o.val_labels.labels.empty() || !o.val_labels.label_columns.empty() || !o.val_labels.images_dir.empty())
+    fail(ErrorKind::usage, "{val_labels}",
+         "validation data of its own to label: {val} DATA, or a val/ folder in the data",
+         "validation split off the training data (labelled as it is)",
+         "give {val}, or leave out {val_labels} (then {labels} labels both)");
   const double f = o.val_split.value_or(0.05);
   std::tie(out.train, out.val) = all.split_val(f);
   out.decided["val_split"] = f;
@@ -67,6 +141,7 @@ void keep_as_utf8(nlohmann::json& decided) {
 TrainVal open_train_val(const TrainValOptions& o) {
   TrainVal out;
   DatasetOptions d = o.dataset;
+  if (d.labels.empty() && !o.val_labels.labels.empty()) d.labels_header = "auto";  // it was said of {val_labels}
   DatasetOptions data_options = d;
   data_options.root = o.data_root;  // --data's alone: --val names its own folder
   auto all = Dataset::open(o.data, data_options);
@@ -88,8 +163,9 @@ TrainVal open_train_val(const TrainValOptions& o) {
     data_options.channels = d.channels;
     data_options.split = SplitFolder::validation;
     out.train = all;
-    out.val = Dataset::open(o.data, data_options);
+    out.val = Dataset::open(o.data, with_val_labels(o, data_options));
     say_used(val_where, *out.val);
+    check_val_labels(o, *out.val, out.classes, skipped);
     out.val_skipped = out.val->skipped().counts;
     out.decided["validation"] = files ? files->validation : val_where;
     if (out.val->classes() != out.classes)
@@ -99,8 +175,9 @@ TrainVal open_train_val(const TrainValOptions& o) {
   } else if (!o.val.empty()) {
     d.channels = all->channels();
     out.train = all;
-    out.val = Dataset::open(o.val, d);
+    out.val = Dataset::open(o.val, with_val_labels(o, d));
     say_used(o.val, *out.val);
+    check_val_labels(o, *out.val, out.classes, skipped);
     out.val_skipped = out.val->skipped().counts;
     out.decided["validation"] = o.val;
     if (out.val->classes() != out.classes)
@@ -110,10 +187,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
   } else {
     split_off_validation(o, *all, out);
   }
-  if (!o.dataset.labels.empty())
-    out.decided["labels"] =
-        o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
-                                                         : ": each label one class (no label looked like a tag list)");
+  record_labels(o, out);
   if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
   keep_as_utf8(out.decided);
   return out;

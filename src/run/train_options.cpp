@@ -124,6 +124,19 @@ std::vector<Row> make_rows() {
        "match with or without their extension",
        Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.images_dir, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.images_dir; }});
+  add({"val_labels", nullptr,
+       "the validation data's own CSV or TSV of ids and labels, inside the data or beside it (e.g. "
+       "val/val_annotations.txt); --labels then labels the training data alone; the labels must be the training "
+       "classes",
+       Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return text_value(c.val_labels, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.val_labels; }});
+  add({"val_label_columns", nullptr, "ID,LABEL: the --val-labels columns, header names or 0-based indices", Kind::value,
+       false, false, [](TrainConfig& c, const std::string& t) { return text_value(c.val_label_columns, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.val_label_columns; }});
+  add({"val_images_dir", nullptr,
+       "the folder inside the data that --val-labels ids are relative to (e.g. val/images/); default the file's",
+       Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return text_value(c.val_images_dir, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.val_images_dir; }});
   add({"labels_are_classes", nullptr,
        "each whole --labels label is one class, even when the labels look like tag lists (which are refused: "
        "multi-label training is not built yet)",
@@ -134,6 +147,16 @@ std::vector<Row> make_rows() {
        "one name a line",
        Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.class_names, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.class_names; }});
+  add({"exclude", nullptr,
+       "FILE|GLOB: files never read, by their path inside the data or a glob ('*' within a folder, '**' across "
+       "them; without '/': a file name in any folder); repeatable; recorded in the run",
+       Kind::values, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t.empty()) return "a path inside the data or a glob";
+         c.exclude.push_back(t);
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.exclude; }});
   add({"name_encoding", nullptr, "encoding of non-UTF-8 entry names", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return text_value(c.name_encoding, t); }, nullptr});
   add({"data_root", nullptr, "read only this folder inside --data, e.g. train/ (DATA:train/ says the same)",

@@ -238,6 +238,7 @@ void Session::open_data() {
   d.exif_orientation = c_.exif_orientation;
   d.cache_decompressed = c_.cache_decompressed;
   d.label_kind = c_.label_kind;
+  d.exclude = c_.exclude;
   if (c_.disk_budget) d.decompressed_max_bytes = cache_budget(c_, run_dir_, env_);
   TrainValOptions o;
   o.data = c_.data;
@@ -245,6 +246,7 @@ void Session::open_data() {
   o.val_split = c_.val_split;
   o.data_root = c_.data_root;
   o.dataset = d;
+  o.val_labels = {c_.val_labels, c_.val_label_columns, c_.val_images_dir};
   TrainVal data = open_train_val(o);
   train_ = std::move(data.train);
   val_ = std::move(data.val);

@@ -84,6 +84,46 @@ TEST_F(FolderRead, LinksAreFollowedOnlyToFilesInsideTheFolder) {
   for (const auto& n : names(*a)) EXPECT_EQ(n.find("loop/"), std::string::npos) << n;
 }
 
+// Issue 42: a class folder that is a link into the data is walked under the link's name; links to
+// folders out of the data, to a folder the walk came through (a cycle), to files outside and to
+// nothing are listed with where they lead and never followed.
+TEST_F(FolderRead, ALinkToAFolderInsideIsWalkedUnderItsName) {
+  fs::create_directory_symlink("cats", root_ / "data" / "kittens");
+  fs::create_directory_symlink("../dogs", root_ / "data" / "cats" / "to_dogs");  // and back: a cycle
+  fs::create_directory_symlink("../cats", root_ / "data" / "dogs" / "to_cats");
+  fs::create_directory_symlink("..", root_ / "data" / "dogs" / "up");
+  fs::create_directory_symlink(root_, root_ / "data" / "out");
+  fs::create_symlink(root_ / "outside.jpg", root_ / "data" / "out.jpg");
+  fs::create_symlink("nowhere", root_ / "data" / "gone");
+  auto a = Archive::open(root_ / "data");
+  const auto kitten = a->find("kittens/a.jpg");
+  ASSERT_TRUE(kitten);
+  EXPECT_FALSE(a->entries()[*kitten].is_symlink);
+  EXPECT_EQ(a->read(*kitten), testing::bytes("cat a"));
+  ASSERT_TRUE(a->find("kittens/"));
+  EXPECT_TRUE(a->entries()[*a->find("kittens/")].is_dir);
+  // cats/to_dogs is dogs, whose to_cats leads back to cats, which the walk came through.
+  ASSERT_TRUE(a->find("cats/to_dogs/deep/c.png"));
+  const std::pair<const char*, LinkTarget> links[] = {{"cats/to_dogs/to_cats", LinkTarget::folder_cycle},
+                                                      {"dogs/up", LinkTarget::folder_cycle},
+                                                      {"out", LinkTarget::folder_outside},
+                                                      {"out.jpg", LinkTarget::file_outside},
+                                                      {"gone", LinkTarget::dangling}};
+  for (const auto& [name, target] : links) {
+    SCOPED_TRACE(name);
+    const auto i = a->find(name);
+    ASSERT_TRUE(i);
+    EXPECT_TRUE(a->entries()[*i].is_symlink);
+    EXPECT_EQ(a->entries()[*i].link_target, target);
+    EXPECT_THROW(a->read(*i), Error);
+  }
+  for (const auto& n : names(*a)) {
+    EXPECT_EQ(n.find("up/"), std::string::npos) << n;
+    EXPECT_EQ(n.find("out/"), std::string::npos) << n;
+    EXPECT_EQ(n.find("to_cats/"), n.rfind("dogs/to_cats/", 0) == 0 ? 5 : std::string::npos) << n;
+  }
+}
+
 TEST_F(FolderRead, ALinkPlantedAfterTheListingIsNotFollowed) {
   auto a = Archive::open(root_ / "data");
   const auto i = *a->find("cats/a.jpg");

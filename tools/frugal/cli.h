@@ -55,6 +55,15 @@ void add_label_options(CLI::App& app, Options& options) {
                  "names of integer classes: a JSON map {\"0\": \"name\"}, a JSON list, or one name a line");
 }
 
+// --exclude FILE|GLOB (DatasetOptions::exclude; docs/data.md): files never read, repeatable.
+template <class Options>
+void add_exclude_option(CLI::App& app, Options& options) {
+  app.add_option("--exclude", options.exclude,
+                 "FILE|GLOB: files never read, by their path inside the data or a glob ('*' within a folder, '**' "
+                 "across them; without '/': a file name in any folder); repeatable")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 // Validators whose messages read "--top: expected an integer >= 1, found 0" (CLI11 adds the
 // option's name; its own print ranges as "0.000000 to 1797693…", 300 digits). Each refuses text
 // that is not a number of the kind, so CLI11's conversion never sees it.

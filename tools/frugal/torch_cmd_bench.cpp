@@ -50,6 +50,7 @@ int bench_loader(int argc, char** argv) {
   app.add_flag("--json", json, "one JSON document on stdout");
   add_data_options(app, dopt);
   add_label_options(app, dopt);
+  add_exclude_option(app, dopt);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 

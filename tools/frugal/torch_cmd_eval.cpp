@@ -51,6 +51,7 @@ int cmd_eval(int argc, char** argv) {
   app.add_flag("--json", json, "print {accuracy, loss, per_class} as JSON on stdout");
   add_data_options(app, d);
   add_label_options(app, d);
+  add_exclude_option(app, d);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 

@@ -52,6 +52,11 @@ enum class ZipMethod : std::uint16_t { stored = 0, deflate = 8 };
 // named by entry_problem(), never read.
 enum class SpecialMember : std::uint8_t { none, hard_link, device, fifo, sparse, other };
 
+// Where a folder's symbolic link that was not followed leads (a link to a file or folder inside the
+// folder is followed: its target's file, or its files, under the link's name). Links in a zip or a
+// tar are not resolved: `unknown`.
+enum class LinkTarget : std::uint8_t { unknown, dangling, file_outside, folder_outside, folder_cycle };
+
 struct ZipEntry {
   std::string name;          // UTF-8 (decoded per ArchiveOptions)
   std::string raw_name;      // the bytes as stored in the archive (a tar's leading "./" left out)
@@ -68,6 +73,7 @@ struct ZipEntry {
   std::uint16_t flags = 0;
   bool is_dir = false;
   bool is_symlink = false;
+  LinkTarget link_target = LinkTarget::unknown;  // with is_symlink, on a folder
   bool encrypted = false;
   // An earlier entry names the same path: the same name, or one that normalises to it ("d/f",
   // "d/./f", "d//f"; normalize_relative()). find() looks names up as written and returns the first.

@@ -71,6 +71,10 @@ struct DatasetOptions {
   std::string label_kind;  // CIFAR-100: "fine" ("" the same) or "coarse" labels (ArchiveOptions; {label_kind})
   SplitFolder split = SplitFolder::train;                     // which split folder, on data that has them
   std::optional<std::uint64_t> decompressed_max_bytes;
+  // --exclude: files never read, each a path inside the data or a glob (entry_glob_match: '*' stays
+  // within a folder, '**' crosses folders); one without '/' matches a file's name in any folder.
+  // Matched against the path from the data's top (train/cat/x.jpg) and from the folder read (cat/x.jpg).
+  std::vector<std::string> exclude;
 };
 
 // Counts by reason of what open() left out ("junk", "not an image", "empty file", "unsupported

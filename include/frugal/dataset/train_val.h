@@ -23,6 +23,12 @@ struct TrainValOptions {
   std::optional<double> val_split;
   std::string data_root;   // a folder inside DATA only ({data_root}; --val names its own folder)
   DatasetOptions dataset;  // labels, channels, ... for both
+  // The validation data's own labels (--val-labels FILE, --val-label-columns, --val-images-dir),
+  // as `dataset`'s labels, label_columns and images_dir are the training data's: with them, --labels
+  // labels the training data alone. "" for none: --labels labels both.
+  struct ValLabels {
+    std::string labels, label_columns, images_dir;
+  } val_labels;
 };
 
 struct TrainVal {

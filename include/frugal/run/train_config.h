@@ -81,6 +81,10 @@ struct TrainConfig {
   // Labels from a CSV/TSV and names of integer classes (DatasetOptions' fields of the same names)
   std::string labels, label_columns, images_dir, class_names;
   bool labels_are_classes = false;  // --labels values that look like tag lists taken whole (DatasetOptions')
+  // The validation data's own labels (TrainValOptions::val_labels): --val-labels FILE and its
+  // --val-label-columns and --val-images-dir
+  std::string val_labels, val_label_columns, val_images_dir;
+  std::vector<std::string> exclude;  // files never read (DatasetOptions::exclude)
   bool cache_decompressed = false;  // a compressed tar decompressed once (ArchiveOptions)
   std::string label_kind;           // CIFAR-100: "fine" ("" the same) or "coarse" (ArchiveOptions)
   std::vector<std::string> freeze;
