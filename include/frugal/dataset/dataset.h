@@ -69,7 +69,7 @@ struct DatasetOptions {
   std::string root;                                           // a folder inside the data: only it is read ({data_root})
   bool cache_decompressed = false;                            // a compressed tar decompressed once (ArchiveOptions)
   std::string label_kind;  // CIFAR-100: "fine" ("" the same) or "coarse" labels (ArchiveOptions; {label_kind})
-  SplitFolder split = SplitFolder::train;                     // which split folder, on data that has them
+  SplitFolder split = SplitFolder::train;  // which split folder, on data that has them
   std::optional<std::uint64_t> decompressed_max_bytes;
   // --exclude: files never read, each a path inside the data or a glob (entry_glob_match: '*' stays
   // within a folder, '**' crosses folders); one without '/' matches a file's name in any folder.

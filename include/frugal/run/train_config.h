@@ -84,7 +84,8 @@ struct TrainConfig {
   // The validation data's own labels (TrainValOptions::val_labels): --val-labels FILE and its
   // --val-label-columns and --val-images-dir
   std::string val_labels, val_label_columns, val_images_dir;
-  std::vector<std::string> exclude;  // files never read (DatasetOptions::exclude)
+  // Files never read (DatasetOptions::exclude)
+  std::vector<std::string> exclude;
   bool cache_decompressed = false;  // a compressed tar decompressed once (ArchiveOptions)
   std::string label_kind;           // CIFAR-100: "fine" ("" the same) or "coarse" (ArchiveOptions)
   std::vector<std::string> freeze;
