@@ -120,7 +120,7 @@ class Loader:
                  subset="train", device="cpu", rank=None, world_size=None, *, normalize=False, val=None,
                  shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
                  images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
-                 prefetch=4, max_file_bytes=None):
+                 prefetch=4, max_file_bytes=None, label_separator=None, labels_header="auto"):
         info = torch.utils.data.get_worker_info()
         if info is not None:
             raise _error("usage", "frugal.Loader: expected the main process, found DataLoader worker "
@@ -137,7 +137,8 @@ class Loader:
             train=train, seed=seed, workers=workers, shuffle=train if shuffle is None else shuffle,
             drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
             rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size,
-            max_file_bytes=_size_text(max_file_bytes, "max_file_bytes"))
+            max_file_bytes=_size_text(max_file_bytes, "max_file_bytes"),
+            label_separator=_text(label_separator), labels_header=_text(labels_header))
         _say_new_lines(_text(data), self._core.notes)
         self.batch_size = batch_size
         self.image_size = image_size
@@ -153,8 +154,15 @@ class Loader:
 
     @property
     def classes(self):
-        """Class names; label i is classes[i]."""
+        """Class names; label i is classes[i]. Multi-label data: the tag names."""
         return list(self._core.classes)
+
+    @property
+    def multi_label(self):
+        """True for data of tags (a label column of tag lists with label_separator=, or one 0/1 column per
+        tag): each batch's labels are then (B, len(classes)) float32 0/1 targets, for
+        torch.nn.BCEWithLogitsLoss; else (B,) int64 class indices."""
+        return self._core.multi_label
 
     @property
     def channels(self):
@@ -787,7 +795,8 @@ class Checkpointer:
                 "image_size": loader.image_size if loader is not None else 0,
                 "channels": loader.channels if loader is not None else 0,
                 "mean": list(IMAGENET_MEAN) if loader is not None and loader.normalize else [],
-                "std": list(IMAGENET_STD) if loader is not None and loader.normalize else []}
+                "std": list(IMAGENET_STD) if loader is not None and loader.normalize else [],
+                "multi_label": bool(loader is not None and loader.multi_label)}
         weights = {k: v.detach() for k, v in model.state_dict().items()}
         self._saved_step = step
         self._core.save(step=int(step), epoch=loader.epoch if loader is not None else 0, weights=weights,

@@ -189,6 +189,7 @@ class PyLoader : OwnedByProcess {
   std::size_t size() const { return dataset_->size(); }
   int channels() const { return dataset_->channels(); }
   const std::vector<std::string>& classes() const { return classes_; }
+  bool multi_label() const { return dataset_->multi_label(); }
   std::uint64_t samples_seen() const { return loader_->samples_seen(); }
   std::uint64_t samples_bad() const { return loader_->samples_bad(); }
   int rank() const { return options_.shard.rank; }
@@ -347,6 +348,8 @@ class PyCheckpointer : OwnedByProcess {
     ck.model.channels = py::cast<int>(model["channels"]);
     ck.model.mean = py::cast<std::vector<float>>(model["mean"]);
     ck.model.std = py::cast<std::vector<float>>(model["std"]);
+    // A loader of tags (multi-label): frugal's eval and predict read the outputs as sigmoids.
+    if (model.contains("multi_label")) ck.model.multi_label = py::cast<bool>(model["multi_label"]);
     ck.weights = named(weights);
     ck.state = named(state);
     ck.step = step;
@@ -443,7 +446,8 @@ PYBIND11_MODULE(_core, m) {
                        std::string images_dir, std::string class_names, int channels, double max_bad_fraction,
                        int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
                        bool drop_last, bool pin_memory, int prefetch, int rank, int world,
-                       std::optional<std::string> max_file_bytes) {
+                       std::optional<std::string> max_file_bytes, std::string label_separator,
+                       std::string labels_header) {
              LoaderArgs a;
              a.data = std::move(data);
              a.val = std::move(val);
@@ -453,6 +457,8 @@ PYBIND11_MODULE(_core, m) {
              a.dataset.labels = std::move(labels);
              a.dataset.label_pattern = std::move(label_pattern);
              a.dataset.label_columns = std::move(label_columns);
+             a.dataset.label_separator = std::move(label_separator);
+             a.dataset.labels_header = std::move(labels_header);
              a.dataset.images_dir = std::move(images_dir);
              a.dataset.class_names = std::move(class_names);
              a.dataset.channels = channels;
@@ -476,13 +482,14 @@ PYBIND11_MODULE(_core, m) {
            py::arg("class_names"), py::arg("channels"), py::arg("max_bad_fraction"), py::arg("batch_size"),
            py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"), py::arg("shuffle"),
            py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"),
-           py::arg("max_file_bytes"))
+           py::arg("max_file_bytes"), py::arg("label_separator") = "", py::arg("labels_header") = "auto")
       .def("start", &PyLoader::start, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::next)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("size", &PyLoader::size)
       .def_property_readonly("channels", &PyLoader::channels)
       .def_property_readonly("classes", &PyLoader::classes)
+      .def_property_readonly("multi_label", &PyLoader::multi_label)
       .def_property_readonly("samples_seen", &PyLoader::samples_seen)
       .def_property_readonly("samples_bad", &PyLoader::samples_bad)
       .def_property_readonly("rank", &PyLoader::rank)

@@ -2,7 +2,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "frugal/util/error.h"
@@ -47,11 +50,43 @@ std::int64_t integer(const Metadata& md, const std::string& key, const std::stri
   fail(ErrorKind::invalid, where, "an integer in metadata \"" + key + "\"", "\"" + s + "\"", "the file is corrupt");
 }
 
+// A multi-label model's head (ModelInfo::multi_label): only in a version-2 file, thresholds within
+// (0, 1), one for all or one per class.
+void read_multi_label(const Metadata& md, const std::string& where, ModelInfo& m) {
+  const auto it = md.find("multi_label");
+  m.multi_label = it != md.end() && it->second == "true";
+  const bool v2 = integer(md, "version", where) == kCheckpointVersionMultiLabel;
+  if (m.multi_label != v2)
+    fail(ErrorKind::invalid, where, "\"multi_label\" in a version-2 file only",
+         std::string(m.multi_label ? "a multi-label model" : "no multi-label model") + " in a version " +
+             md.at("version") + " file",
+         "the file is corrupt");
+  if (!m.multi_label) return;
+  auto in_range = [](double t) { return std::isfinite(t) && t > 0 && t < 1; };
+  const auto& text = need(md, "threshold", where);
+  char* end = nullptr;
+  const double t = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !in_range(t))
+    fail(ErrorKind::invalid, where, "a threshold between 0 and 1 in metadata \"threshold\"", "\"" + text + "\"",
+         "the file is corrupt");
+  m.threshold = static_cast<float>(t);
+  const nlohmann::json list = json_or(md, "thresholds", where);
+  const bool ok = list.is_array() && (list.empty() || list.size() == m.classes.size()) &&
+                  std::all_of(list.begin(), list.end(), [&](const nlohmann::json& v) {
+                    return v.is_number() && in_range(v.get<double>());
+                  });
+  if (!ok)
+    fail(ErrorKind::invalid, where,
+         "a list of " + std::to_string(m.classes.size()) + " thresholds between 0 and 1 in metadata \"thresholds\"",
+         list.dump().substr(0, 80), "the file is corrupt");
+  m.thresholds = list.get<std::vector<float>>();
+}
+
 // Keys this file owns; anything else in the metadata is carried in Checkpoint::extra.
 const char* const kOwnKeys[] = {
     "format",       "version",     "kind",     "model",       "classes",       "image_size", "channels", "mean",
     "std",          "epoch",       "step",     "loader",      "schedule",      "metrics",    "config",   "metric_name",
-    "metric_value", "metric_mode", "checksum", "module_file", "module_sha256", "num_classes"};
+    "metric_value", "metric_mode", "checksum", "module_file", "module_sha256", "num_classes", "multi_label", "thresholds", "threshold"};
 
 bool own_key(const std::string& k) {
   for (const char* o : kOwnKeys)
@@ -87,7 +122,7 @@ std::string tensors_checksum(const NamedTensors& tensors) {
 Metadata checkpoint_metadata(const Checkpoint& c) {
   Metadata md = c.extra;
   md["format"] = kCheckpointFormat;
-  md["version"] = std::to_string(kCheckpointVersion);
+  md["version"] = std::to_string(c.model.multi_label ? kCheckpointVersionMultiLabel : kCheckpointVersion);
   md["kind"] = c.kind;
   md["model"] = c.model.name;
   md["classes"] = nlohmann::json(c.model.classes).dump();
@@ -98,6 +133,11 @@ Metadata checkpoint_metadata(const Checkpoint& c) {
     md["module_file"] = utf8_escaped(c.model.module_file);
     md["module_sha256"] = c.model.module_sha256;
     md["num_classes"] = std::to_string(c.model.classes.size());
+  }
+  if (c.model.multi_label) {
+    md["multi_label"] = "true";
+    md["threshold"] = number(c.model.threshold);
+    md["thresholds"] = nlohmann::json(c.model.thresholds).dump();
   }
   md["mean"] = nlohmann::json(c.model.mean).dump();
   md["std"] = nlohmann::json(c.model.std).dump();
@@ -128,8 +168,8 @@ Checkpoint checkpoint_from_file(SafetensorsFile file) {
   if (need(md, "format", where) != kCheckpointFormat)
     fail(ErrorKind::invalid, where, std::string("metadata format \"") + kCheckpointFormat + "\"",
          "\"" + md.at("format") + "\"", "give a checkpoint written by frugal");
-  if (integer(md, "version", where) > kCheckpointVersion)
-    fail(ErrorKind::unsupported, where, "checkpoint format version " + std::to_string(kCheckpointVersion),
+  if (integer(md, "version", where) > kCheckpointVersionMultiLabel)
+    fail(ErrorKind::unsupported, where, "checkpoint format version " + std::to_string(kCheckpointVersionMultiLabel),
          "version " + md.at("version"), "update frugal");
   Checkpoint c;
   c.kind = need(md, "kind", where);
@@ -143,6 +183,7 @@ Checkpoint checkpoint_from_file(SafetensorsFile file) {
   }
   c.model.mean = json_or(md, "mean", where).get<std::vector<float>>();
   c.model.std = json_or(md, "std", where).get<std::vector<float>>();
+  read_multi_label(md, where, c.model);
   c.epoch = integer(md, "epoch", where);
   c.step = integer(md, "step", where);
   c.loader = json_or(md, "loader", where);

@@ -8,8 +8,8 @@
 namespace frugal {
 
 AccuracyReport measure_accuracy(Model& model, const ModelInfo& info, const std::filesystem::path& archive,
-                                int batch_size, int workers) {
-  DatasetOptions dopts;
+                                const DatasetOptions& dataset, int batch_size, int workers) {
+  DatasetOptions dopts = dataset;
   dopts.channels = info.channels;
   auto data = Dataset::open(archive, dopts);
   const ClassMatch match = match_classes(info.classes, data->classes(), archive.string());
@@ -28,12 +28,15 @@ AccuracyReport measure_accuracy(Model& model, const ModelInfo& info, const std::
 
   Progress progress("accuracy " + archive.filename().string(), data->size(), Progress::Unit::items);
   EvalOptions eopts;
+  eopts.multi_label = info.multi_label;
+  if (info.multi_label) eopts.thresholds = info.thresholds.empty() ? std::vector<float>{info.threshold} : info.thresholds;
+  check_label_kind(info.multi_label, data->multi_label(), archive.string());
   eopts.after_batch = [&](std::int64_t n) { progress.advance(static_cast<std::uint64_t>(n)); };
   const EvalResult r = evaluate(model, loader, match, sopts, &eopts);
   progress.finish();
   if (r.samples == 0)
     fail(ErrorKind::invalid, archive.string(), "images to evaluate on", "none", "pass an archive of images");
-  return {r.accuracy, static_cast<std::uint64_t>(r.samples)};
+  return {r.score(), static_cast<std::uint64_t>(r.samples), r.score_name()};
 }
 
 }  // namespace frugal

@@ -8,11 +8,13 @@ namespace frugal {
 
 void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& masks, const std::filesystem::path& archive,
                      const FinetuneOptions& options) {
-  DatasetOptions dopts;
+  DatasetOptions dopts = options.dataset;
   dopts.channels = info.channels;
   auto data = Dataset::open(archive, dopts);
+  check_label_kind(info.multi_label, data->multi_label(), archive.string());
   // The one class rule (evaluate.h): by name; a subset of the model's classes is fine-tuned on.
-  auto remap = match_classes(info.classes, data->classes(), archive.string()).remap();
+  const ClassMatch match = match_classes(info.classes, data->classes(), archive.string());
+  const auto remap = match.remap();
 
   LoaderOptions lopts;
   lopts.image_size = info.image_size;
@@ -41,7 +43,7 @@ void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& mask
                       data->size(), Progress::Unit::items);
     loader.start(epoch);
     while (auto batch = loader.next()) {
-      step.run({{batch->images, remap.index_select(0, batch->labels)}});
+      step.run({{batch->images, match.model_labels(batch->labels, remap)}});
       apply_masks(model, masks);
       progress.advance(static_cast<std::uint64_t>(batch->labels.size(0)));
     }

@@ -235,7 +235,7 @@ std::string onnx_model_bytes(const ModelInfo& info, Model& model) {
   b.g.mark_output(out);
 
   const nlohmann::json classes = info.classes;
-  const std::map<std::string, std::string> metadata{
+  std::map<std::string, std::string> metadata{
       {"frugal.model", info.name},
       {"frugal.classes", classes.dump()},
       {"frugal.image_size", std::to_string(info.image_size)},
@@ -245,8 +245,17 @@ std::string onnx_model_bytes(const ModelInfo& info, Model& model) {
       {"frugal.preprocessing", "input: float32 NCHW (batch, " + std::to_string(info.channels) + ", " +
                                    std::to_string(info.image_size) + ", " + std::to_string(info.image_size) +
                                    "); pixels scaled to [0,1], resized to the input size, "
-                                   "then (x - mean[c]) / std[c] per channel; output: logits over frugal.classes"},
+                                   "then (x - mean[c]) / std[c] per channel; output: logits over frugal.classes" +
+                                   std::string(info.multi_label ? " (multi-label: a sigmoid per class; a tag is "
+                                                                  "predicted when it reaches frugal.thresholds)"
+                                                                : " (softmax for probabilities)")},
   };
+  if (info.multi_label) {  // the head: one sigmoid per class, each with its threshold
+    metadata["frugal.multi_label"] = "true";
+    std::vector<float> thresholds = info.thresholds;
+    if (thresholds.empty()) thresholds.assign(info.classes.size(), info.threshold);
+    metadata["frugal.thresholds"] = nlohmann::json(thresholds).dump();
+  }
   return b.g.serialize("frugal_" + info.name, metadata);
 }
 

@@ -2,6 +2,7 @@
 // CPU Loader and the GpuLoader build, and the Batch they hand out.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -19,6 +20,24 @@ struct BuiltBatch : BatchTally {
 };
 
 using BuildBatch = std::function<BuiltBatch(const BatchJob&)>;
+
+// A batch's labels: (n) int64 class indices, or for multi-label data (n, classes) float32 0/1
+// targets, a 1 for each of the sample's tags (what binary cross-entropy takes).
+inline torch::Tensor empty_labels(const Dataset& data, std::int64_t n) {
+  if (!data.multi_label()) return torch::empty({n}, torch::kInt64);
+  return torch::zeros({n, static_cast<std::int64_t>(data.classes().size())}, torch::kFloat32);
+}
+
+// Row `row` of empty_labels()'s tensor: sample's label or tags.
+inline void set_label(torch::Tensor& labels, std::int64_t row, const Dataset& data, std::size_t sample) {
+  if (labels.dim() == 1) {
+    labels.data_ptr<std::int64_t>()[row] = data.label(sample);
+    return;
+  }
+  float* r = labels.data_ptr<float>() + row * labels.size(1);
+  std::fill(r, r + labels.size(1), 0.0f);
+  for (std::uint32_t tag : data.tags(sample)) r[tag] = 1.0f;
+}
 
 class BatchQueue : public PrefetchQueue<BuiltBatch> {
  public:

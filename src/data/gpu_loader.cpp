@@ -205,9 +205,8 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
   }
   const auto n = static_cast<std::int64_t>(kept.size());
   if (on_host) {
-    r.labels = torch::empty({n}, torch::kInt64);
-    std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
-    for (std::size_t k = 0; k < kept.size(); ++k) labels[k] = data->label(kept[k].idx);
+    r.labels = empty_labels(*data, n);
+    for (std::size_t k = 0; k < kept.size(); ++k) set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
     // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies here).
     r.images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8)
                    .permute({0, 3, 1, 2})
@@ -216,17 +215,16 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
   }
   auto dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(output.device));
   r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
-  r.labels = torch::empty({n}, torch::kInt64);
+  r.labels = empty_labels(*data, n);
   if (n == 0) return r;
   auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1), stream));
   if (!host.empty())
     gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream),
                     "cudaMemcpyAsync");
   std::vector<gpu::ResizeJob> jobs(kept.size());
-  std::int64_t* labels = r.labels.data_ptr<std::int64_t>();
   for (std::size_t k = 0; k < kept.size(); ++k) {
     jobs[k] = kept[k].cpu ? gpu::identity_job(uploads + kept[k].upload, S, C) : kept[k].plan.job;
-    labels[k] = data->label(kept[k].idx);
+    set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
   }
   auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob), stream));
   gpu::check_cuda(

@@ -8,7 +8,6 @@
 #include "frugal/util/error.h"
 
 namespace frugal {
-
 struct Loader::State {
   std::shared_ptr<const Dataset> data;
   TransformOptions transform;
@@ -53,9 +52,8 @@ BuiltBatch Loader::State::build(const BatchJob& job, Image& scratch, Image& out)
   const auto n = static_cast<std::int64_t>(job.samples.size());
   BuiltBatch r;
   r.images = take_buffer(n, C, S);
-  r.labels = torch::empty({n}, torch::kInt64);
+  r.labels = empty_labels(*data, n);
   std::uint8_t* dst = r.images.data_ptr<std::uint8_t>();
-  std::int64_t* lab = r.labels.data_ptr<std::int64_t>();
   std::int64_t kept = 0;
   const std::uint64_t epoch_seed = mix_seed(seed, static_cast<std::uint64_t>(job.epoch));
   for (std::size_t idx : job.samples) {
@@ -67,7 +65,7 @@ BuiltBatch Loader::State::build(const BatchJob& job, Image& scratch, Image& out)
       continue;
     }
     to_planar(out, dst + kept * C * S * S);  // (H, W, C) -> (C, H, W), vectorised
-    lab[kept++] = data->label(idx);
+    set_label(r.labels, kept++, *data, idx);
   }
   if (kept < n) {
     r.images = r.images.narrow(0, 0, kept);
@@ -119,9 +117,9 @@ LabelLoader::LabelLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions o
       BuiltBatch r;
       const auto n = static_cast<std::int64_t>(job.samples.size());
       r.images = torch::empty({n, 0}, torch::kUInt8);
-      r.labels = torch::empty({n}, torch::kInt64);
-      auto* lab = r.labels.data_ptr<std::int64_t>();
-      for (std::size_t i = 0; i < job.samples.size(); ++i) lab[i] = data->label(job.samples[i]);
+      r.labels = empty_labels(*data, n);
+      for (std::size_t i = 0; i < job.samples.size(); ++i)
+        set_label(r.labels, static_cast<std::int64_t>(i), *data, job.samples[i]);
       r.seen = n;
       return r;
     };

@@ -33,6 +33,8 @@ nlohmann::json outcome_json(const SessionOutcome& o, int exit_code, const std::s
       {"val_skipped", o.val_skipped},
       {"data", o.data},
   };
+  if (o.final_val && o.final_val->mean_ap) j["val_mean_ap"] = *o.final_val->mean_ap;
+  if (o.best_val && o.best_val->mean_ap) j["best_val_mean_ap"] = *o.best_val->mean_ap;
   return j;
 }
 

@@ -60,6 +60,15 @@ void TrainLog::epoch(std::int64_t epoch, std::int64_t epochs, const EvalResult& 
                  static_cast<long long>(epochs), images_per_second());
     return;
   }
+  if (e.multi_label) {
+    std::fprintf(stderr,
+                 "epoch %lld/%lld: val loss %.4f, val mean AP %.2f%%, F1 %.2f%% (precision %.2f%%, recall %.2f%%), "
+                 "all tags right %.2f%% (%lld images), %.0f img/s\n",
+                 static_cast<long long>(epoch) + 1, static_cast<long long>(epochs), e.loss, 100.0 * e.mean_ap,
+                 100.0 * e.f1, 100.0 * e.precision, 100.0 * e.recall, 100.0 * e.accuracy,
+                 static_cast<long long>(e.samples), images_per_second());
+    return;
+  }
   std::fprintf(stderr, "epoch %lld/%lld: val loss %.4f, val accuracy %.2f%% (%lld images), %.0f img/s\n",
                static_cast<long long>(epoch) + 1, static_cast<long long>(epochs), e.loss, 100.0 * e.accuracy,
                static_cast<long long>(e.samples), images_per_second());
@@ -73,11 +82,35 @@ void TrainLog::done() {
   std::fprintf(stderr, "done in %s\n", format_duration(secs).c_str());
 }
 
+namespace {
+
+nlohmann::json value_or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+double at(const std::vector<double>& v, std::size_t i) { return i < v.size() ? v[i] : NAN; }
+
+}  // namespace
+
 nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
   nlohmann::json per = nlohmann::json::object();
+  if (!multi_label) {
+    for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i) per[classes[i]] = value_or_null(per_class[i]);
+    return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
+  }
   for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)
-    per[classes[i]] = std::isnan(per_class[i]) ? nlohmann::json(nullptr) : nlohmann::json(per_class[i]);
-  return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
+    per[classes[i]] = {{"ap", value_or_null(per_class[i])},
+                       {"precision", value_or_null(at(class_precision, i))},
+                       {"recall", value_or_null(at(class_recall, i))},
+                       {"f1", value_or_null(at(class_f1, i))},
+                       {"positives", i < positives.size() ? positives[i] : 0},
+                       {"best_threshold", value_or_null(at(best_thresholds, i))}};
+  return {{"multi_label", true},
+          {"mean_ap", value_or_null(mean_ap)},
+          {"f1", value_or_null(f1)},
+          {"precision", value_or_null(precision)},
+          {"recall", value_or_null(recall)},
+          {"exact_match", value_or_null(accuracy)},
+          {"loss", loss},
+          {"samples", samples},
+          {"per_class", per}};
 }
 
 }  // namespace frugal

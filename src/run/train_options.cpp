@@ -138,10 +138,25 @@ std::vector<Row> make_rows() {
        Kind::value, false, false, [](TrainConfig& c, const std::string& t) { return text_value(c.val_images_dir, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.val_images_dir; }});
   add({"labels_are_classes", nullptr,
-       "each whole --labels label is one class, even when the labels look like tag lists (which are refused: "
-       "multi-label training is not built yet)",
+       "each whole --labels label is one class, even when the labels look like tag lists (which are refused "
+       "without this or --label-separator)",
        Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.labels_are_classes, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.labels_are_classes; }});
+  add({"label_separator", nullptr,
+       "SEP: multi-label data: each --labels label is a list of tags separated by SEP (e.g. ' ' for Kaggle's "
+       "planet); --label-columns ID,* (or ID,A,B,...) reads one 0/1 column per tag instead",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.label_separator, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.label_separator; }});
+  add({"labels_header", nullptr,
+       "yes|no|auto: whether the --labels file's first row is a header (no: columns by index only; auto, the "
+       "default: a header, refused when it looks like data)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "yes" && t != "no" && t != "auto") return "one of yes, no, auto";
+         c.labels_header = t;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.labels_header; }});
   add({"class_names", nullptr,
        "names of integer classes, inside the data or beside it: a JSON map {\"0\": \"name\", ...}, a JSON list, or "
        "one name a line",
@@ -418,8 +433,24 @@ std::vector<Row> make_rows() {
          return "";
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.save_every.text; }});
-  add({"keep_best", nullptr, "checkpoints kept for their validation accuracy", Kind::value, false, false,
-       [](TrainConfig& c, const std::string& t) { return integer(c.keep_best, t, 0, kMaxCount); },
+  add({"threshold", nullptr,
+       "multi-label data: a tag is predicted when its probability reaches this (validation's precision, recall "
+       "and F1; stored with the model for predict)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         auto v = number<double>(t);
+         if (!v || !(*v > 0 && *v < 1)) return "a probability above 0 and below 1 (e.g. 0.5)";
+         c.threshold = *v;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.threshold; }});
+  add({"tune_thresholds", nullptr,
+       "multi-label data: store with each checkpoint the per-class thresholds of the best F1 on that epoch's "
+       "validation, which predict and eval then use",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.tune_thresholds, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.tune_thresholds; }});
+  add({"keep_best", nullptr, "checkpoints kept for their validation accuracy (multi-label: mean AP)", Kind::value,
+       false, false, [](TrainConfig& c, const std::string& t) { return integer(c.keep_best, t, 0, kMaxCount); },
        [](const TrainConfig& c) -> nlohmann::json { return c.keep_best; }});
   add({"keep_last", nullptr, "newest checkpoints kept", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return integer(c.keep_last, t, 0, kMaxCount); },

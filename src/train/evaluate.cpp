@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "frugal/data/loader.h"
 #include "frugal/util/error.h"
@@ -16,6 +17,7 @@
 #include "frugal/train/train.h"
 #include "frugal/data/oom.h"
 #include "train/device.h"
+#include "train/multi_label.h"
 
 namespace frugal {
 namespace {
@@ -35,9 +37,37 @@ std::string without_number_prefix(const std::string& name) {
   return i > 0 && i + 1 < name.size() && name[i] == '_' ? name.substr(i + 1) : "";
 }
 
+// A multi-label chunk: the binary cross-entropy summed over images (each image's mean over its
+// classes, as training's loss), and the tags' counts.
+void add_multi_label(const torch::Tensor& logits, const torch::Tensor& y, torch::Tensor& loss_sum,
+                     MultiLabelTally& tags) {
+  auto loss = torch::binary_cross_entropy_with_logits(logits, y.to(torch::kFloat32), {}, {}, at::Reduction::None)
+                  .mean(1)
+                  .sum()
+                  .to(torch::kFloat64);
+  tags.add(logits, y.to(torch::kFloat32));
+  loss_sum += loss;
+}
+
 }  // namespace
 
+void check_label_kind(bool model_multi_label, bool data_multi_label, const std::string& data_name) {
+  if (model_multi_label == data_multi_label) return;
+  if (model_multi_label)
+    fail(ErrorKind::usage, data_name, "tags, for a multi-label model", "one class per image",
+         "give the data's tags as training did: {label_separator} for a column of tag lists, or {label_columns} "
+         "ID,* for one 0/1 column per tag");
+  fail(ErrorKind::usage, data_name, "one class per image, for a single-label model", "tags (multi-label data)",
+       "use a model trained on these tags, or labels of one class per image");
+}
+
 torch::Tensor ClassMatch::remap() const { return torch::tensor(to_model, torch::kInt64); }
+
+torch::Tensor ClassMatch::model_labels(const torch::Tensor& labels, const torch::Tensor& remap) const {
+  if (labels.dim() != 2) return remap.index_select(0, labels);
+  auto out = torch::zeros({labels.size(0), model_classes}, labels.options());
+  return out.index_copy_(1, remap, labels);
+}
 
 std::string ClassMatch::note(const std::string& data_name) const {
   if (absent.empty()) return "";
@@ -117,6 +147,9 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
   auto loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
   auto correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
   auto count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
+  auto seen = torch::zeros({1}, dev.dtype(torch::kInt64));  // images, whatever their labels
+  std::optional<MultiLabelTally> tags;
+  if (e.multi_label) tags.emplace(num_classes, e.thresholds, options.device);
   std::int64_t forwards = 0;
   torch::Tensor batch_images, batch_labels;
   while (next_batch(batch_images, batch_labels)) {
@@ -133,15 +166,22 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
           AutocastGuard autocast(options.device.type(), options.amp);
           logits = model.forward(x).to(torch::kFloat32);
         }
-        // Every temporary first: a chunk that runs out of memory must add nothing.
-        auto loss = torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                        .to(torch::kFloat64);
-        auto hit = (logits.argmax(1) == y).to(torch::kInt64);
-        auto ones = torch::ones_like(y);
-        loss_sum += loss;
-        correct.index_add_(0, y, hit);
-        count.index_add_(0, y, ones);
+        TORCH_CHECK(y.dim() == (tags ? 2 : 1), "evaluation: expected ", tags ? "multi-label targets" : "class indices",
+                    ", found labels of ", y.dim(), " dimensions");
+        if (tags) {
+          add_multi_label(logits, y, loss_sum, *tags);
+        } else {
+          // Every temporary first: a chunk that runs out of memory must add nothing.
+          auto loss = torch::nn::functional::cross_entropy(
+                          logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                          .to(torch::kFloat64);
+          auto hit = (logits.argmax(1) == y).to(torch::kInt64);
+          auto ones = torch::ones_like(y);
+          loss_sum += loss;
+          correct.index_add_(0, y, hit);
+          count.index_add_(0, y, ones);
+        }
+        seen += end - start;
         start = end;
       } catch (const c10::Error& err) {
         // Evaluation batches are >= 256 samples: more than a training micro-batch that fits.
@@ -163,14 +203,20 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
   }
   model.train(was_training);
   if (e.reduce) {
-    std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count};
+    std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count, seen};
+    if (tags)
+      for (auto& t : tags->counts()) counts.push_back(t);
     e.reduce(counts);
   }
   EvalResult r;
   auto c = correct.cpu(), n = count.cpu();
-  r.samples = n.sum().item<std::int64_t>();
+  r.samples = seen.item<std::int64_t>();
   if (r.samples == 0) return r;
   r.loss = loss_sum.item<double>() / static_cast<double>(r.samples);
+  if (tags) {
+    tags->fill(r);
+    return r;
+  }
   r.accuracy = static_cast<double>(c.sum().item<std::int64_t>()) / static_cast<double>(r.samples);
   for (int i = 0; i < num_classes; ++i) {
     auto ni = n[i].item<std::int64_t>();
@@ -190,15 +236,23 @@ EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, 
         if (!b) return false;
         if (remap.device() != b->labels.device()) remap = remap.to(b->labels.device());
         images = b->images;
-        labels = remap.index_select(0, b->labels);
+        labels = match.model_labels(b->labels, remap);
         return true;
       },
       match.model_classes, options, eval);
-  if (!r.per_class.empty()) {  // the model's outputs -> the data's classes
-    std::vector<double> per;
-    for (auto i : match.to_model) per.push_back(r.per_class[static_cast<std::size_t>(i)]);
-    r.per_class = std::move(per);
-  }
+  // The model's outputs -> the data's classes.
+  auto to_data = [&](auto& per_output) {
+    if (per_output.empty()) return;
+    std::remove_reference_t<decltype(per_output)> per;
+    for (auto i : match.to_model) per.push_back(per_output[static_cast<std::size_t>(i)]);
+    per_output = std::move(per);
+  };
+  to_data(r.per_class);
+  to_data(r.class_precision);
+  to_data(r.class_recall);
+  to_data(r.class_f1);
+  to_data(r.positives);
+  to_data(r.best_thresholds);
   return r;
 }
 

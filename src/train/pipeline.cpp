@@ -174,6 +174,14 @@ torch::Tensor recv_plan(ProcessGroup& g, const Stage& stage, const torch::Device
   return plan;
 }
 
+// A batch's labels in a plan: width 0, one class index per sample; a multi-label batch's width is
+// its classes, each sample's 0/1 targets.
+std::int64_t label_width(const torch::Tensor& labels) { return labels.dim() == 2 ? labels.size(1) : 0; }
+std::int64_t values_per_sample(std::int64_t width) { return std::max<std::int64_t>(width, 1); }
+torch::Tensor labels_of(const torch::Tensor& values, std::int64_t width) {
+  return width == 0 ? values : values.reshape({-1, width}).to(torch::kFloat32);
+}
+
 // The step of one stage: its micro-batches' forwards and backwards in 1F1B order, then one
 // all-reduce over the stages of the loss, of whether any gradient was inf/NaN (a skipped step is
 // skipped on every stage) and of the gradients' squared norm (clipping by the global norm), then
@@ -228,7 +236,8 @@ class PipelineStep : public TrainStep {
   };
 
   // The first stage cuts its batches into micro-batches of options_.micro_batch and sends the
-  // step's plan, [count, each size, every label], to the other stages of its replica: they load no
+  // step's plan, [count, each size, label width, every label], to the other stages of its replica
+  // (a multi-label sample's label is its row of 0/1 targets, `width` long): they load no
   // image (their loader reads labels only: Collective::reads_images), and a batch that lost
   // undecodable images on the first stage is the same size on every stage.
   std::vector<Micro> micro_batches(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
@@ -236,14 +245,17 @@ class PipelineStep : public TrainStep {
     if (stage_.first()) {
       std::vector<std::int64_t> plan{0};
       std::vector<torch::Tensor> labels;
+      std::int64_t width = 1;
       for (const auto& [images, l] : batches)
         for (std::int64_t start = 0; start < images.size(0); start += options_.micro_batch) {
           const std::int64_t end = std::min(start + options_.micro_batch, images.size(0));
           out.push_back({images.slice(0, start, end), l.slice(0, start, end), end - start});
           plan.push_back(end - start);
-          labels.push_back(out.back().labels.to(torch::kInt64));
+          width = label_width(l);
+          labels.push_back(out.back().labels.to(torch::kInt64).reshape({-1}));
         }
       plan[0] = static_cast<std::int64_t>(out.size());
+      plan.push_back(width);
       labels.insert(labels.begin(), torch::tensor(plan, torch::kInt64));
       send_plan(g_, stage_, torch::cat(labels), options_.device);
       return out;
@@ -251,12 +263,15 @@ class PipelineStep : public TrainStep {
     const auto message = recv_plan(g_, stage_, options_.device, "step");
     const std::int64_t n = message.numel();
     const auto* p = message.data_ptr<std::int64_t>();
-    if (p[0] < 0 || p[0] > n - 1) plan_out_of_step(stage_, "step");
-    std::int64_t at = 1 + p[0];
+    if (p[0] < 0 || p[0] > n - 2) plan_out_of_step(stage_, "step");
+    const std::int64_t width = p[1 + p[0]];
+    if (width < 0 || width > n) plan_out_of_step(stage_, "step");
+    const std::int64_t per = values_per_sample(width);
+    std::int64_t at = 2 + p[0];
     for (std::int64_t i = 0; i < p[0]; ++i) {
-      if (p[1 + i] < 1 || at + p[1 + i] > n) plan_out_of_step(stage_, "step");
-      out.push_back({torch::Tensor(), message.slice(0, at, at + p[1 + i]), p[1 + i]});
-      at += p[1 + i];
+      if (p[1 + i] < 1 || p[1 + i] > (n - at) / per) plan_out_of_step(stage_, "step");
+      out.push_back({torch::Tensor(), labels_of(message.slice(0, at, at + p[1 + i] * per), width), p[1 + i]});
+      at += p[1 + i] * per;
     }
     return out;
   }
@@ -272,7 +287,6 @@ class PipelineStep : public TrainStep {
     else
       optimizer_.zero_grad(/*set_to_none=*/true);
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
-    auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
     std::vector<Slot> slots(micro.size());
     const auto started = Clock::now();
     auto receive = [&](int from, int tag) {
@@ -292,8 +306,8 @@ class PipelineStep : public TrainStep {
         AutocastGuard autocast(options_.device.type(), options_.amp);
         s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
         if (stage_.last()) {
-          auto y = m.labels.to(options_.device, torch::kInt64, /*non_blocking=*/true);
-          auto loss = torch::nn::functional::cross_entropy(s.output.to(torch::kFloat32), y, ce);
+          auto y = m.labels.to(options_.device, /*non_blocking=*/true);
+          auto loss = classification_loss(s.output.to(torch::kFloat32), y, options_.label_smoothing);
           const double share = static_cast<double>(m.size) / static_cast<double>(total);
           s.loss = scaler_.scale(loss * share);
           loss_sum += loss.detach() * static_cast<double>(m.size);
@@ -417,7 +431,8 @@ class PlannedBatches : public BatchSource {
     if (stage_.first()) {
       auto b = own_.next();
       send_plan(g_, stage_,
-                b ? torch::cat({torch::full({1}, b->labels.size(0), torch::kInt64), b->labels.to(torch::kInt64)})
+                b ? torch::cat({torch::tensor({b->labels.size(0), label_width(b->labels)}, torch::kInt64),
+                                b->labels.to(torch::kInt64).reshape({-1})})
                   : torch::full({1}, -1, torch::kInt64),
                 device_);
       g_.wait_sends();
@@ -426,10 +441,13 @@ class PlannedBatches : public BatchSource {
     const auto plan = recv_plan(g_, stage_, device_, "evaluation batch");
     const std::int64_t n = plan[0].item<std::int64_t>();
     if (n == -1 && plan.numel() == 1) return std::nullopt;
-    if (n < 0 || n != plan.numel() - 1) plan_out_of_step(stage_, "evaluation batch");
+    const std::int64_t width = plan.numel() >= 2 ? plan[1].item<std::int64_t>() : -1;
+    const std::int64_t per = values_per_sample(width);
+    if (n < 0 || width < 0 || width > plan.numel() || n > (plan.numel() - 2) / per || n * per != plan.numel() - 2)
+      plan_out_of_step(stage_, "evaluation batch");
     Batch b;
     b.images = torch::zeros({n, 1, 1, 1}, torch::kUInt8);
-    b.labels = plan.slice(0, 1);
+    b.labels = labels_of(plan.slice(0, 2), width);
     return b;
   }
   std::int64_t batches_per_epoch() const override { return own_.batches_per_epoch(); }

@@ -12,6 +12,7 @@ constexpr const char* kMicroBatch = "micro_batch";
 constexpr const char* kAccum = "accum";
 constexpr const char* kTimeBudget = "time_budget";
 constexpr const char* kValAccuracy = "val_accuracy";
+constexpr const char* kValMeanAp = "val_mean_ap";
 // Trainer tensors (the loss scaler names its own: LossScaler::state).
 constexpr const char* kRngCpu = "rng.cpu";
 constexpr const char* kRngCuda = "rng.cuda";
@@ -35,7 +36,7 @@ void RunState::to_checkpoint(Checkpoint& ck) const {
   ck.metrics = metrics;
   if (val_accuracy) {
     ck.metric_value = val_accuracy;
-    ck.metric_name = kValAccuracy;
+    ck.metric_name = multi_label ? kValMeanAp : kValAccuracy;
   }
 }
 

@@ -44,7 +44,8 @@ struct RunState {
   int accum = 1;                                      // micro-batches per step at that micro-batch
   nlohmann::json time_budget;                         // the time budget's plan (TimeBudget::to_json); null: none
   nlohmann::json metrics = nlohmann::json::object();  // the last evaluation's
-  std::optional<double> val_accuracy;                 // what keep-best ranks by
+  std::optional<double> val_accuracy;                 // what keep-best ranks by (EvalResult::score())
+  bool multi_label = false;                           // it is then the mean AP: named val_mean_ap
 
   // The metadata of a checkpoint (everything but the tensors).
   void to_checkpoint(Checkpoint& ck) const;

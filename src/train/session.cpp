@@ -150,6 +150,7 @@ class Session {
   void update_plan(bool after_eval);
   void replan_for_new_budget();
   EvalResult evaluate_epoch(double& secs);
+  void add_multi_label_figures(const EvalResult& e);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
   void write_config();
 
@@ -230,6 +231,7 @@ void Session::open_data() {
   d.images_dir = c_.images_dir;
   d.class_names = c_.class_names;
   d.labels_are_classes = c_.labels_are_classes;
+  d.label_separator = c_.label_separator, d.labels_header = c_.labels_header;
   d.max_pixels = static_cast<std::uint64_t>(c_.max_pixels);
   if (c_.max_file_bytes) d.max_file_bytes = c_.max_file_bytes.bytes;
   d.max_bad_fraction = c_.max_bad_fraction;
@@ -341,6 +343,10 @@ std::shared_ptr<Model> Session::describe_model(const std::string& why) {
     info_ = default_model_info(c_.model, train_->channels());
   }
   info_.classes = classes_;
+  info_.multi_label = train_->multi_label();
+  info_.threshold = static_cast<float>(c_.threshold);
+  eval_options_.multi_label = info_.multi_label;
+  eval_options_.thresholds = {info_.threshold};
   if (c_.image_size > 0) info_.image_size = c_.image_size;
   // Photos shrunk to a 28 px cnn train badly without a word: say what fits them.
   const int native = train_->native_size();
@@ -625,6 +631,7 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
   if (time_budget_) s.time_budget = time_budget_->to_json(session_seconds());
   s.metrics = last_metrics_;
   s.val_accuracy = last_val_accuracy_;
+  s.multi_label = info_.multi_label;
   s.to_checkpoint(ck);
   ck.config = identity_.to_json();
   return ck;
@@ -735,8 +742,13 @@ namespace {
 std::optional<ValFigures> val_figures(const nlohmann::json& m) {
   auto number = [&](const char* key) { return m.is_object() && m.contains(key) && m[key].is_number(); };
   if (!number("val_accuracy") || !number("val_loss") || !number("epoch") || !number("step")) return std::nullopt;
-  return ValFigures{m["val_accuracy"].get<double>(), m["val_loss"].get<double>(), m["epoch"].get<std::int64_t>(),
-                    m["step"].get<std::int64_t>()};
+  ValFigures v;
+  v.accuracy = m["val_accuracy"].get<double>();
+  v.loss = m["val_loss"].get<double>();
+  v.epoch = m["epoch"].get<std::int64_t>();
+  v.step = m["step"].get<std::int64_t>();
+  if (number("val_mean_ap")) v.mean_ap = m["val_mean_ap"].get<double>();
+  return v;
 }
 
 }  // namespace
@@ -1016,8 +1028,21 @@ EvalResult Session::evaluate_epoch(double& secs) {
   EvalResult e = evaluate(how.model, how.batches, static_cast<int>(classes_.size()), step_options_, &eval_options_);
   secs = seconds_since(t0, env_.steady_now());
   stop_->eval_took(secs);
-  last_val_accuracy_ = e.accuracy;
+  last_val_accuracy_ = e.score();
+  if (e.multi_label && c_.tune_thresholds) {  // saved with this epoch's checkpoint (ModelInfo)
+    info_.thresholds.clear();
+    for (double t : e.best_thresholds) info_.thresholds.push_back(std::isnan(t) ? info_.threshold : static_cast<float>(t));
+  }
   return e;
+}
+
+// metrics.jsonl's multi-label figures: val_accuracy is the share of images with every tag right,
+// per_class each class's figures as eval --json gives them (AP, precision, recall, F1, ...).
+void Session::add_multi_label_figures(const EvalResult& e) {
+  const nlohmann::json j = e.to_json(classes_);
+  for (const char* key : {"mean_ap", "f1", "precision", "recall"}) last_metrics_[std::string("val_") + key] = j[key];
+  last_metrics_["threshold"] = c_.threshold;
+  if (!info_.thresholds.empty()) last_metrics_["thresholds"] = info_.thresholds;
 }
 
 void Session::end_of_epoch(std::int64_t epoch) {
@@ -1047,6 +1072,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
                    {"micro_batch", step_->micro_batch()},
                    {"images_per_s", log_->images_per_second()},
                    {"eval_seconds", secs}};
+  if (validating && e.multi_label) add_multi_label_figures(e);
   if (!validating)
     for (const char* key : {"val_loss", "val_accuracy", "val_samples", "per_class"}) last_metrics_.erase(key);
   if (group_->grouped()) {
@@ -1062,6 +1088,10 @@ void Session::end_of_epoch(std::int64_t epoch) {
   if (validating && rank0() && may_write(128, "the TensorBoard events")) {
     log_scalar("val/loss", e.loss);
     log_scalar("val/accuracy", e.accuracy);
+    if (e.multi_label) {
+      log_scalar("val/mean_ap", e.mean_ap);
+      log_scalar("val/f1", e.f1);
+    }
   }
   if (events_) {
     try {

@@ -20,6 +20,16 @@ torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& o) {
   return x;
 }
 
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing) {
+  if (labels.dim() == 2) {
+    auto y = labels.to(logits.scalar_type());
+    if (label_smoothing > 0) y = y * (1.0 - label_smoothing) + label_smoothing / 2.0;
+    return torch::binary_cross_entropy_with_logits(logits, y);
+  }
+  auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing);
+  return torch::nn::functional::cross_entropy(logits, labels, ce);
+}
+
 namespace {
 
 // What optimizer.step() changes in place, per parameter: the parameter's and its state tensors'
@@ -79,7 +89,6 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   else
     optimizer_.zero_grad(/*set_to_none=*/true);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
-  auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(options_.label_smoothing);
   const std::int64_t micro = options_.micro_batch;
   for (auto& [images, labels] : batches) {
     const std::int64_t n = images.size(0);
@@ -97,7 +106,7 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
         AutocastGuard autocast(options_.device.type(), options_.amp);
         auto logits = model_.forward(x).to(torch::kFloat32);
         // An empty chunk's mean is 0/0: its backward only has to reach the collectives.
-        loss = end > start ? torch::nn::functional::cross_entropy(logits, y, ce) : logits.sum();
+        loss = end > start ? classification_loss(logits, y, options_.label_smoothing) : logits.sum();
       }
       if (end == start) {
         scaler_.scale(loss).backward();

@@ -11,8 +11,8 @@ TEST(Outcome, AFinishedRunGivesEveryFigure) {
   o.step = 120;
   o.resumable_step = 120;
   o.epochs = 4;
-  o.final_val = ValFigures{0.75, 0.5, 4, 120};
-  o.best_val = ValFigures{0.8, 0.45, 3, 90};
+  o.final_val = ValFigures{0.75, 0.5, 4, 120, std::nullopt};
+  o.best_val = ValFigures{0.8, 0.45, 3, 90, std::nullopt};
   o.best_checkpoint = "runs/a/best.safetensors";
   o.classes = 3;
   o.train_images = 900;
@@ -37,6 +37,17 @@ TEST(Outcome, AFinishedRunGivesEveryFigure) {
   EXPECT_EQ(j["val_images"], 100);
   EXPECT_EQ(j["skipped"]["not an image"], 2);
   EXPECT_TRUE(j["val_skipped"].is_object() && j["val_skipped"].empty());
+  EXPECT_FALSE(j.contains("val_mean_ap"));  // single-label: no multi-label figure at all
+}
+
+TEST(Outcome, AMultiLabelRunGivesItsMeanAp) {
+  SessionOutcome o;
+  o.final_val = ValFigures{0.5, 0.2, 4, 120, 0.91};
+  o.best_val = ValFigures{0.55, 0.19, 3, 90, 0.93};
+  nlohmann::json j = outcome_json(o, 0, "r");
+  EXPECT_EQ(j["val_mean_ap"], 0.91);
+  EXPECT_EQ(j["best_val_mean_ap"], 0.93);
+  EXPECT_EQ(j["val_accuracy"], 0.5);  // the share of images with every tag right
 }
 
 TEST(Outcome, WhatARunDidNotReachIsNullNotZero) {

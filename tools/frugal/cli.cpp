@@ -202,6 +202,17 @@ CLI::Validator number_in(double lo, double hi) {
       want);
 }
 
+CLI::Validator probability() {
+  const std::string want = "a probability above 0 and below 1";
+  return CLI::Validator(
+      [want](std::string& s) -> std::string {
+        double v = 0;
+        if (!parse_number(s, v) || !(v > 0 && v < 1)) return "expected " + want + found(s);
+        return {};
+      },
+      want);
+}
+
 CLI::Validator one_of(std::vector<std::string> choices) {
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;

@@ -42,13 +42,23 @@ void add_data_options(CLI::App& app, Options& options) {
 }
 
 // The options that say where labels come from besides class folders (DatasetOptions; docs/data.md,
-// "Labels"): --labels, --label-columns, --images-dir, --class-names.
+// "Labels"): --labels, --label-columns, --label-separator, --labels-header, --labels-are-classes,
+// --images-dir, --class-names.
 template <class Options>
 void add_label_options(CLI::App& app, Options& options) {
   app.add_option("--labels", options.labels,
                  "a CSV or TSV of image ids and labels, inside the data or beside it (e.g. train.csv)");
   app.add_option("--label-columns", options.label_columns,
-                 "ID,LABEL: the --labels columns, header names or 0-based indices (default the first two)");
+                 "ID,LABEL: the --labels columns, header names or 0-based indices (default the first two); "
+                 "multi-label: ID,* (every column after ID) or ID,A,B,... (more than one), one 0/1 column per tag");
+  app.add_option("--label-separator", options.label_separator,
+                 "SEP: multi-label: each --labels label is a list of tags separated by SEP (e.g. ' ')");
+  app.add_option("--labels-header", options.labels_header,
+                 "yes|no|auto: whether the --labels file's first row is a header (no: columns by index only; "
+                 "auto: refused when it looks like data)");
+  app.add_flag("--labels-are-classes", options.labels_are_classes,
+               "each whole --labels label is one class, even when the labels look like tag lists (which are refused "
+               "without this or --label-separator)");
   app.add_option("--images-dir", options.images_dir,
                  "the folder inside the data that --labels ids are relative to (default the CSV's)");
   app.add_option("--class-names", options.class_names,
@@ -71,6 +81,7 @@ CLI::Validator at_least(long long min);                              // an integ
 CLI::Validator integer_in(long long lo, long long hi);               // an integer in [lo, hi]
 CLI::Validator number_at_least(double min, bool exclusive = false);  // a number >= min (> min)
 CLI::Validator number_in(double lo, double hi);                      // a number in [lo, hi]
+CLI::Validator probability();                                        // a number in (0, 1)
 CLI::Validator one_of(std::vector<std::string> choices);             // "expected one of cpu, gpu, auto, found x"
 CLI::Validator valid_size();      // what parse_size takes: 512K, 1000M, 1.5G, 5GiB, 5GB
 CLI::Validator valid_duration();  // what parse_duration takes: 90s, 30m, 7h30m

@@ -80,6 +80,8 @@ int cmd_compress(int argc, char** argv) {
   app.add_flag("--json", json, "print a JSON report on stdout");
   ForeignModelOptions code;  // only its allow_model_code: CKPT is frugal's
   add_model_code_option(app, code.allow_model_code);
+  DatasetOptions labels;  // where --data's labels come from, as train took them
+  add_label_options(app, labels);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   Progress::set_quiet(json);
 
@@ -107,7 +109,7 @@ int cmd_compress(int argc, char** argv) {
   // Weights from elsewhere number their classes; with --data they take the data's class names in
   // sorted order, as eval gives them.
   if (before.foreign && !data.empty()) {
-    DatasetOptions d;
+    DatasetOptions d = labels;
     d.channels = before.info.channels;
     use_data_classes(before, Dataset::open(data, d)->classes(), data);
   }
@@ -128,13 +130,14 @@ int cmd_compress(int argc, char** argv) {
   }
   const std::uint64_t baseline_bytes = float32_model_bytes(*before.model);
   std::optional<AccuracyReport> acc_before, acc_after;
-  if (!data.empty()) acc_before = measure_accuracy(*before.model, before.info, data);
+  if (!data.empty()) acc_before = measure_accuracy(*before.model, before.info, data, labels);
 
   if (prune > 0) {
     const auto masks = l1_prune_masks(*before.model, prune, options.prune_scope);
     apply_masks(*before.model, masks);
     if (finetune_epochs > 0) {
       FinetuneOptions f;
+      f.dataset = labels;
       f.epochs = finetune_epochs;
       f.lr = finetune_lr;
       f.batch_size = batch_size;
@@ -148,7 +151,7 @@ int cmd_compress(int argc, char** argv) {
   // Measure what was written, read back as eval/predict will read it.
   auto after = load_model_any(out, code);
   const auto output = summarize_model_file(out);
-  if (!data.empty()) acc_after = measure_accuracy(*after.model, after.info, data);
+  if (!data.empty()) acc_after = measure_accuracy(*after.model, after.info, data, labels);
   const double reduction = 1.0 - static_cast<double>(output.bytes) / static_cast<double>(baseline_bytes);
 
   if (json) {
@@ -171,6 +174,7 @@ int cmd_compress(int argc, char** argv) {
       doc["input"]["accuracy"] = acc_before->accuracy;
       doc["output"]["accuracy"] = acc_after->accuracy;
       doc["accuracy_change"] = acc_after->accuracy - acc_before->accuracy;
+      doc["metric"] = acc_before->metric;  // "accuracy", or a multi-label model's "mean AP"
     }
     print_json(doc);
     return 0;
@@ -181,7 +185,7 @@ int cmd_compress(int argc, char** argv) {
               format_size(input.bytes).c_str());
   std::printf("%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
   if (acc_before)
-    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", "accuracy", percent(acc_before->accuracy).c_str(),
+    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", acc_before->metric.c_str(), percent(acc_before->accuracy).c_str(),
                 percent(acc_after->accuracy).c_str(), 100.0 * (acc_after->accuracy - acc_before->accuracy),
                 count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());
   note("wrote " + out);

@@ -14,16 +14,47 @@
 #include "frugal/util/units.h"
 
 namespace frugal::cli {
+namespace {
+
+// The thresholds a multi-label evaluation uses: --threshold, else the model's.
+std::vector<float> thresholds_of(const ModelInfo& info, double given) {
+  if (given > 0) return {static_cast<float>(given)};
+  if (!info.thresholds.empty()) return info.thresholds;
+  return {info.threshold};
+}
+
+void print_multi_label(const EvalResult& r, const std::vector<std::string>& classes, bool per_class_thresholds) {
+  std::printf("mean AP %s F1 %s (precision %s, recall %s) all tags right %s loss %s on %s (%s)\n",
+              format_percent(r.mean_ap).c_str(), format_percent(r.f1).c_str(), format_percent(r.precision).c_str(),
+              format_percent(r.recall).c_str(), format_percent(r.accuracy).c_str(), std::to_string(r.loss).c_str(),
+              count_of(r.samples, "image").c_str(),
+              per_class_thresholds ? "the model's per-class thresholds" : "one threshold for all");
+  for (std::size_t i = 0; i < r.per_class.size() && i < classes.size(); ++i) {
+    if (r.positives[i] == 0) {
+      std::printf("  %s: no image has it\n", printable(classes[i]).c_str());
+      continue;
+    }
+    std::printf("  %s: AP %s precision %s recall %s F1 %s (%s)\n", printable(classes[i]).c_str(),
+                format_percent(r.per_class[i]).c_str(),
+                std::isnan(r.class_precision[i]) ? "-" : format_percent(r.class_precision[i]).c_str(),
+                format_percent(r.class_recall[i]).c_str(),
+                format_percent(r.class_f1[i]).c_str(), count_of(r.positives[i], "image").c_str());
+  }
+}
+
+}  // namespace
 
 int cmd_eval(int argc, char** argv) {
   // The model runs as load_model_any leaves it: on the CPU, in float32, whatever --amp trained it.
   CLI::App app(
-      "Loss, top-1 and per-class accuracy of a model on an archive, on the CPU in float32.\n"
+      "Loss, top-1 and per-class accuracy of a model on an archive, on the CPU in float32 (a multi-label model:\n"
+      "mean average precision, and precision, recall and F1 at its thresholds, overall and per class).\n"
       "Training's evaluation runs under its --amp (bf16, fp16): its accuracy can differ by a few\n"
       "hundredths of a point.",
       "eval");
   std::string ckpt, data, label_pattern;
   int batch_size = 256, workers = 2;
+  double threshold = 0;
   bool json = false;
   DatasetOptions d;
   ForeignModelOptions foreign;
@@ -48,7 +79,13 @@ int cmd_eval(int argc, char** argv) {
       ->check(number_in(0, 1));
   add_max_file_bytes_option(app, d.max_file_bytes, "skipped and counted, as an empty file is");
   add_foreign_model_options(app, foreign);
-  app.add_flag("--json", json, "print {accuracy, loss, per_class} as JSON on stdout");
+  app.add_option("--threshold", threshold,
+                 "multi-label models: a tag counts as predicted when its probability reaches this (default: the "
+                 "model's per-class thresholds when it has them, else the threshold it was trained with)")
+      ->check(probability());
+  app.add_flag("--json", json,
+               "print {accuracy, loss, per_class} as JSON on stdout (multi-label: {mean_ap, f1, precision, recall, "
+               "exact_match, loss, per_class: {ap, precision, recall, f1, positives, best_threshold}})");
   add_data_options(app, d);
   add_label_options(app, d);
   add_exclude_option(app, d);
@@ -61,13 +98,14 @@ int cmd_eval(int argc, char** argv) {
   d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
   auto dataset = Dataset::open(data, d);
   if (const auto& files = dataset->split_files())
-    note("note: " + data + ": parquet files named by split: evaluating on " +
+    note("note: " + data + ": " + files->what + ": evaluating on " +
          (files->validation.empty() ? files->test : files->validation));
   else if (!dataset->split_folder().empty())
     note("note: " + data + ": its top level is split folders: evaluating on " + dataset->split_folder());
   use_data_classes(loaded, dataset->classes(), data);
   // The data may hold a subset of the model's classes (said in a note); a class the model does not
   // know is exit 3 naming it.
+  check_label_kind(loaded.info.multi_label, dataset->multi_label(), data);
   const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), data);
   if (!match.absent.empty()) note("note: " + match.note(data));
   LoaderOptions lo;
@@ -80,9 +118,14 @@ int cmd_eval(int argc, char** argv) {
   StepOptions so;
   so.mean = loaded.info.mean;
   so.std = loaded.info.std;
-  EvalResult r = evaluate(*loaded.model, loader, match, so);
+  EvalOptions eo;
+  eo.multi_label = loaded.info.multi_label;
+  eo.thresholds = thresholds_of(loaded.info, threshold);
+  EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
   const auto& classes = dataset->classes();  // per_class follows the data's classes
-  if (json) {
+  if (r.multi_label && !json) {
+    print_multi_label(r, classes, eo.thresholds.size() > 1);
+  } else if (json) {
     auto doc = r.to_json(classes);
     if (!match.absent.empty()) doc["absent_classes"] = match.absent;
     print_json(doc);

@@ -116,6 +116,22 @@ void warn_unsafe_cells(const std::string& csv, const SubmissionColumns& columns,
   say("id", ids);
 }
 
+// A multi-label model's tags for one image: those whose probability reaches their threshold, by
+// probability, highest first.
+std::vector<std::size_t> tags_above(const float* probs, const ModelInfo& info, double given) {
+  std::vector<std::size_t> tags;
+  for (std::size_t c = 0; c < info.classes.size(); ++c)
+    if (probs[c] >= (given > 0 ? static_cast<float>(given) : info.threshold_of(c))) tags.push_back(c);
+  std::stable_sort(tags.begin(), tags.end(), [&](std::size_t a, std::size_t b) { return probs[a] > probs[b]; });
+  return tags;
+}
+
+std::string joined(const std::vector<std::size_t>& tags, const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t t : tags) out += (out.empty() ? "" : " ") + names[t];
+  return out;
+}
+
 }  // namespace
 
 int cmd_predict(int argc, char** argv) {
@@ -125,11 +141,13 @@ int cmd_predict(int argc, char** argv) {
       "'*' stays within a folder, '**' crosses folders). Files in a folder or archive that are not images "
       "are skipped and counted. An image that cannot be read is reported and the others are still "
       "predicted; the exit code then says the worst problem. --csv writes a submission (one row per "
-      "image, id = its file name without extension) instead of the rows on stdout.",
+      "image, id = its file name without extension) instead of the rows on stdout. A multi-label model gives "
+      "each image its tags: the classes whose probability reaches the threshold.",
       "predict");
   std::string ckpt, csv, csv_columns;
   std::vector<std::string> inputs_given;
   int top = 1;
+  double threshold = 0;
   std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
   bool json = false, probabilities = false, escape_formulas = false;
   ArchiveOptions archive_options;
@@ -139,7 +157,12 @@ int cmd_predict(int argc, char** argv) {
                  "with --model (their classes are numbered 0..N-1)")
       ->required();
   app.add_option("INPUT", inputs_given, "image files, folders, DATA, ARCHIVE:entry or ARCHIVE:GLOB")->required();
-  app.add_option("--top", top, "classes shown per image")->check(at_least(1));
+  app.add_option("--top", top, "classes shown per image (multi-label: besides its tags)")->check(at_least(1));
+  app.add_option("--threshold", threshold,
+                 "multi-label models: the tags of an image are those whose probability reaches this (default: the "
+                 "model's per-class thresholds when it has them, else the threshold it was trained with); --csv "
+                 "writes them space-separated")
+      ->check(probability());
   auto* csv_option = app.add_option("--csv", csv,
                                     "write one row per image to FILE (crash-safely): id,label, the id being "
                                     "the file name without its extension (the shape of a Kaggle submission)");
@@ -219,9 +242,9 @@ int cmd_predict(int argc, char** argv) {
       for (std::size_t g = 0; g < good.size(); ++g)
         std::memcpy(x.data_ptr<std::uint8_t>() + g * bytes, batch[good[g]].image.pixels.data(), bytes);
       x = x.permute({0, 3, 1, 2}).contiguous();  // (B, C, H, W)
-      const auto probs = torch::softmax(loaded.model->forward(normalize(x, info.mean, info.std)), 1)
-                             .to(torch::kFloat32)
-                             .contiguous();  // (B, classes)
+      const auto logits = loaded.model->forward(normalize(x, info.mean, info.std)).to(torch::kFloat32);
+      // Multi-label: each class's own sigmoid; else one softmax over the classes.
+      const auto probs = (info.multi_label ? torch::sigmoid(logits) : torch::softmax(logits, 1)).contiguous();
       const auto [values, indices] = probs.topk(k, 1);
       const auto p = probs.accessor<float, 2>();
       const auto v = values.accessor<float, 2>();
@@ -230,19 +253,29 @@ int cmd_predict(int argc, char** argv) {
         const PredictImage& image = inputs.images()[begin + good[g]];
         nlohmann::json preds = nlohmann::json::array();
         std::string line = printable(image.name) + ":";
+        const std::vector<std::size_t> tags =
+            info.multi_label ? tags_above(&p[g][0], info, threshold) : std::vector<std::size_t>{};
+        if (info.multi_label) line += " tags [" + printable(joined(tags, info.classes)) + "];";
         for (int j = 0; j < k; ++j) {
           const std::string& name = info.classes[idx[g][j]];
           preds.push_back({{"class", name}, {"probability", v[g][j]}});
           line += " " + printable(name) + " (" + std::to_string(v[g][j]).substr(0, 5) + ")";
         }
         out.push_back({{"image", image.name}, {"id", image.id}, {"predictions", preds}});
+        if (info.multi_label) {
+          nlohmann::json names = nlohmann::json::array();
+          for (std::size_t t : tags) names.push_back(info.classes[t]);
+          out.back()["tags"] = names;
+        }
         if (!json && csv.empty()) std::printf("%s\n", line.c_str());
         if (csv.empty()) continue;
         const float* row = &p[g][0];
+        // Multi-label: the tags space-separated, as Kaggle's multi-label submissions take them.
+        const std::string label = info.multi_label ? joined(tags, info.classes) : info.classes[idx[g][0]];
         csv_text += probabilities ? submission_row(image.id, std::span<const float>(row, classes), escape_formulas)
-                                  : submission_row(image.id, info.classes[idx[g][0]], escape_formulas);
+                                  : submission_row(image.id, label, escape_formulas);
         written_ids.push_back(image.id);
-        if (!probabilities) written_labels.push_back(info.classes[idx[g][0]]);
+        if (!probabilities) written_labels.push_back(label);
       }
     }
     progress.advance(end - begin);

@@ -21,6 +21,9 @@ namespace frugal {
 
 inline constexpr const char* kCheckpointFormat = "frugal-checkpoint";
 inline constexpr int kCheckpointVersion = 1;
+// A multi-label model's files (ModelInfo::multi_label): a frugal that knows only version 1 would
+// read its sigmoid outputs as one softmax, so they say 2 and such a frugal refuses them.
+inline constexpr int kCheckpointVersionMultiLabel = 2;
 
 // ---- safetensors header ---------------------------------------------------------------------------
 

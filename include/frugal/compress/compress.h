@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frugal/checkpoint/checkpoint.h"
+#include "frugal/dataset/dataset.h"
 #include "frugal/models/models.h"
 #include "frugal/checkpoint/safetensors.h"
 
@@ -75,12 +76,14 @@ namespace frugal {
 // Top-1 accuracy of `model` on every image of `archive` (resized to info.image_size, normalized
 // with info.mean/std). Dataset classes are matched to info.classes by name; a class the model does
 // not know is an Error(invalid). Used by `compress --data` for its before/after report.
+// A multi-label model's figure is its mean average precision (EvalResult::score()).
 struct AccuracyReport {
   double accuracy = 0;
   std::uint64_t images = 0;
+  std::string metric = "accuracy";  // or "mean AP"
 };
 AccuracyReport measure_accuracy(Model& model, const ModelInfo& info, const std::filesystem::path& archive,
-                                int batch_size = 256, int workers = 2);
+                                const DatasetOptions& dataset = {}, int batch_size = 256, int workers = 2);
 
 }  // namespace frugal
 
@@ -95,6 +98,7 @@ struct FinetuneOptions {
   double lr = 1e-4;
   int workers = 2;
   std::uint64_t seed = 0;
+  DatasetOptions dataset;  // where the labels come from (--labels, --label-separator, ...)
 };
 void finetune_pruned(Model& model, const ModelInfo& info, const PruneMasks& masks, const std::filesystem::path& archive,
                      const FinetuneOptions& options);

@@ -26,6 +26,13 @@ struct ModelInfo {
   std::vector<float> mean, std;      // per-channel normalization of [0,1] pixels
   // name == kTorchScriptModel: the module file (absolute) and its SHA-256, which the weights are for.
   std::string module_file, module_sha256;
+  // Multi-label (trained on tag lists, docs/training.md "Multi-label"): each output is a tag of its
+  // own, its probability the sigmoid of its logit; a tag is predicted when that reaches its
+  // threshold: thresholds[c] (tuned on validation, --tune-thresholds), else one for all.
+  bool multi_label = false;
+  std::vector<float> thresholds;  // per class, or empty
+  float threshold = 0.5f;         // when thresholds is empty (--threshold)
+  float threshold_of(std::size_t c) const { return c < thresholds.size() ? thresholds[c] : threshold; }
 };
 
 // ModelInfo::name of a user's TorchScript module (--model FILE.pt).

@@ -81,6 +81,9 @@ struct TrainConfig {
   // Labels from a CSV/TSV and names of integer classes (DatasetOptions' fields of the same names)
   std::string labels, label_columns, images_dir, class_names;
   bool labels_are_classes = false;  // --labels values that look like tag lists taken whole (DatasetOptions')
+  // Multi-label: tags separated by this in the label column; whether the --labels file's first row
+  // is a header: yes, no, auto (DatasetOptions' fields of the same names)
+  std::string label_separator, labels_header = "auto";
   // The validation data's own labels (TrainValOptions::val_labels): --val-labels FILE and its
   // --val-label-columns and --val-images-dir
   std::string val_labels, val_label_columns, val_images_dir;
@@ -101,6 +104,10 @@ struct TrainConfig {
   EpochsMode epochs_mode = EpochsMode::unset;
   std::uint64_t seed = 0;
   double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
+  // Multi-label data: a tag is predicted when its probability reaches `threshold`, or the per-class
+  // thresholds of the best F1 on the validation set when tune_thresholds (stored with the model).
+  double threshold = 0.5;
+  bool tune_thresholds = false;
   double warmup_fraction = 0.02;
   OptimizerKind optimizer = OptimizerKind::adamw;
   std::optional<AmpMode> amp;  // none: auto (choose_amp)
@@ -177,10 +184,11 @@ void validate(TrainConfig& config);
 
 // One validation pass, as the outcome reports it.
 struct ValFigures {
-  double accuracy = 0;  // top-1, 0 to 1
+  double accuracy = 0;  // top-1, 0 to 1 (multi-label: the share of images with every tag right)
   double loss = 0;
   std::int64_t epoch = 0;  // epochs completed when it was measured
   std::int64_t step = 0;   // optimizer steps done then
+  std::optional<double> mean_ap;  // multi-label: what ranks checkpoints
 };
 
 // How a run ended when it did not fail (failures throw frugal::Error: usage, invalid data, budget),

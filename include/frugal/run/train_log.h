@@ -28,6 +28,19 @@ struct EvalResult {
   // Accuracy per class index (NaN when a class has no samples): the model's outputs, or with a
   // ClassMatch the data's classes (in the data's order).
   std::vector<double> per_class;
+  // Multi-label (each class a tag of its own; src/train/multi_label.h): loss is the mean binary
+  // cross-entropy, accuracy the share of images whose every tag is right (exact match), per_class
+  // each class's average precision; precision, recall and F1 are micro-averaged over every
+  // (image, tag) at each class's threshold.
+  bool multi_label = false;
+  double mean_ap = 0;  // over the classes that have positives
+  double precision = 0, recall = 0, f1 = 0;
+  std::vector<double> class_precision, class_recall, class_f1;  // NaN where undefined
+  std::vector<std::int64_t> positives;                          // images with the tag
+  std::vector<double> best_thresholds;  // the probability at which each class's F1 is highest (NaN: no positives)
+  // What ranks checkpoints and is shown first: accuracy, or mean AP for multi-label.
+  double score() const { return multi_label ? mean_ap : accuracy; }
+  const char* score_name() const { return multi_label ? "mean AP" : "accuracy"; }
   nlohmann::json to_json(const std::vector<std::string>& classes) const;  // eval --json shape
 };
 

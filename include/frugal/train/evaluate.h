@@ -1,4 +1,5 @@
-// Evaluation of a model over a source of batches: mean cross-entropy, top-1 and per-class accuracy.
+// Evaluation of a model over a source of batches: mean cross-entropy, top-1 and per-class accuracy;
+// for multi-label data mean binary cross-entropy, mean average precision and F1 (EvalResult).
 // Included by train.h (it uses StepOptions from there).
 #pragma once
 
@@ -31,10 +32,18 @@ struct ClassMatch {
   std::vector<std::string> absent;     // the model's classes the data lacks, in the model's order
   int model_classes = 0;               // the model's output count
   torch::Tensor remap() const;         // to_model as an int64 tensor (index_select the labels)
+  // A batch's labels as the model's outputs number them: class indices mapped, or multi-label
+  // targets' columns placed at the model's (a class the data lacks: 0). `remap` is remap() on the
+  // labels' device.
+  torch::Tensor model_labels(const torch::Tensor& labels, const torch::Tensor& remap) const;
   // One line for a subset: the data holds K of the model's N classes (which are absent), and the
   // figures are over the classes present. Empty when the data holds them all.
   std::string note(const std::string& data_name) const;
 };
+// A multi-label model on data of one class per image, or the reverse, would be scored and trained
+// by the wrong rule: Error(usage) naming the data and the options that give tags.
+void check_label_kind(bool model_multi_label, bool data_multi_label, const std::string& data_name);
+
 ClassMatch match_classes(const std::vector<std::string>& model_classes, const std::vector<std::string>& data_classes,
                          const std::string& data_name);
 
@@ -42,6 +51,10 @@ ClassMatch match_classes(const std::vector<std::string>& model_classes, const st
 // `micro_batch` (0: whole); on running out of memory the chunk is halved and redone (nothing of a
 // failed chunk is counted), and the size kept here for later calls; at 1 it is Error(budget).
 struct EvalOptions {
+  // Multi-label data ((B, classes) 0/1 labels): a class is predicted when its sigmoid reaches its
+  // threshold, thresholds[c] or one for all (src/train/multi_label.h has the figures).
+  bool multi_label = false;
+  std::vector<float> thresholds{0.5f};
   std::int64_t micro_batch = 0;
   bool oom_noted = false;
   std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's

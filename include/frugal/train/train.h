@@ -127,6 +127,12 @@ torch::Tensor as_channels_last(const torch::Tensor& t);
 
 // (B, C, H, W) uint8 on any device -> normalized float on options.device (channels-last when asked).
 torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& options);
+// The training loss of (B, classes) float32 logits against a batch's labels, the mean over the
+// batch: cross-entropy of (B) class indices, or for multi-label (B, classes) 0/1 targets binary
+// cross-entropy with logits, the mean over samples and classes (torch's BCEWithLogitsLoss);
+// label smoothing e moves each target to y (1 - e) + e / 2 there, as it does to y (1 - e) + e / K
+// for cross-entropy.
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing);
 
 // One optimizer step over the samples of `batches` (uint8 images as the loader gives them),
 // split into micro-batches of `micro_batch`. Each micro-batch's mean loss is weighted by its share
