@@ -56,6 +56,11 @@ std::unique_ptr<Archive> open_bytes(std::unique_ptr<ByteSource> src, std::string
     files.push_back({std::move(src), display});
     return open_parquet_archive(std::move(files), std::move(display), options);
   }
+  if (type.type == FileType::arrow) {  // a Hugging Face .arrow file (IPC stream) or an ARROW1 file
+    std::vector<ParquetFile> files;
+    files.push_back({std::move(src), display});
+    return open_arrow_archive(std::move(files), std::move(display), "", options);
+  }
   if (type.type == FileType::tar) {
     std::uint64_t base = 0;
     if (auto* w = dynamic_cast<const WindowSource*>(src.get())) base = w->base();
@@ -70,31 +75,35 @@ std::unique_ptr<Archive> open_bytes(std::unique_ptr<ByteSource> src, std::string
   return open_zip_archive(std::move(src), std::move(display), options);
 }
 
-// A pattern or folder of parquet files (data/train-*.parquet), each of them parquet.
+// A pattern or folder of parquet files (data/train-*.parquet), each of them parquet; of Arrow
+// files (data/train-*.arrow) with `arrow`.
 std::unique_ptr<Archive> open_parquet_set(const std::vector<std::string>& names, const std::string& display,
-                                          const ArchiveOptions& options) {
+                                          const ArchiveOptions& options, bool arrow = false) {
   std::vector<ParquetFile> files;
   for (const std::string& file : names) {
     auto src = open_byte_source(file);
     const FileTypeInfo type = sniff(*src);
-    if (type.type != FileType::parquet)
-      fail(ErrorKind::invalid, file, "a parquet file of the set " + display, describe(type),
-           "give only the parquet files of one split (e.g. 'data/train-*.parquet')");
+    if (type.type != (arrow ? FileType::arrow : FileType::parquet))
+      fail(ErrorKind::invalid, file, std::string(arrow ? "an Arrow file" : "a parquet file") + " of the set " + display,
+           describe(type),
+           std::string("give only the ") + (arrow ? "Arrow" : "parquet") + " files of one split (e.g. 'data/train-*" +
+               (arrow ? ".arrow" : ".parquet") + "')");
     files.push_back({std::move(src), file});
   }
+  if (arrow) return open_arrow_archive(std::move(files), display, "", options);
   return open_parquet_archive(std::move(files), display, options);
 }
 
-// The parquet files at the top of a folder that holds nothing else to read (no sub-folder but
-// hidden ones): a Hugging Face dataset's data/ folder. Empty for any other folder.
-std::vector<std::string> parquet_files_of(const std::string& dir) {
+// The parquet files (or `ext` ones) at the top of a folder that holds nothing else to read (no
+// sub-folder but hidden ones): a Hugging Face dataset's data/ folder. Empty for any other folder.
+std::vector<std::string> parquet_files_of(const std::string& dir, const char* ext = ".parquet") {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     if (e.is_directory(ec)) return {};
-    if (e.path().extension() == ".parquet" && e.is_regular_file(ec)) files.push_back(e.path().string());
+    if (e.path().extension() == ext && e.is_regular_file(ec)) files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -106,6 +115,8 @@ std::unique_ptr<Archive> open_shards(const std::string& pattern, const ArchiveOp
   const std::vector<std::string> expanded = expand_shard_pattern(pattern);
   if (!expanded.empty() && sniff(*open_byte_source(expanded.front())).type == FileType::parquet)
     return open_parquet_set(expanded, pattern, options);
+  if (!expanded.empty() && sniff(*open_byte_source(expanded.front())).type == FileType::arrow)
+    return open_parquet_set(expanded, pattern, options, true);
   for (const std::string& file : expanded) {
     auto src = open_byte_source(file);
     const FileTypeInfo type = sniff(*src);
@@ -144,6 +155,9 @@ std::unique_ptr<Archive> open_base(const std::string& path, const ArchiveOptions
   if (is_dir(path)) {
     if (auto dir = cifar_folder(path)) return open_cifar_folder(*dir, path, options);
     if (auto files = parquet_files_of(path); !files.empty()) return open_parquet_set(files, path, options);
+    if (auto saved = open_hf_saved(path, options)) return saved;  // save_to_disk: state.json, data-*.arrow
+    if (auto files = parquet_files_of(path, ".arrow"); !files.empty())
+      return open_parquet_set(files, path, options, true);
     return open_folder_archive(path, options);
   }
   if (!exists(path) && is_shard_pattern(path)) return open_shards(path, options);
@@ -265,7 +279,16 @@ std::unique_ptr<Archive> Archive::open(std::unique_ptr<ByteSource> source, std::
 }
 
 std::unique_ptr<Archive> Archive::open(const fs::path& path, const ArchiveOptions& options) {
-  const DataSpec spec = parse_data_spec(path.string());
+  DataSpec spec = parse_data_spec(path.string());
+  // DATA:SPLIT on a DatasetDict folder: that split's save_to_disk folder, read by itself.
+  if (!spec.rest.empty() && is_dir(spec.base.string()))
+    if (const auto splits = hf_dataset_dict_splits(spec.base)) {
+      const std::size_t end = spec.rest.find_first_of("/:");
+      if (std::find(splits->begin(), splits->end(), spec.rest.substr(0, end)) != splits->end()) {
+        spec.base /= spec.rest.substr(0, end);
+        spec.rest = end == std::string::npos ? "" : spec.rest.substr(end + 1);
+      }
+    }
   std::unique_ptr<Archive> a = descend(open_base(spec.base.string(), options), spec.rest, options);
   if (!options.root.empty()) {
     const std::string root = normalize_relative(options.root);

@@ -84,6 +84,30 @@ bool looks_like_text(std::span<const std::uint8_t> b) {
   return false;
 }
 
+// An Arrow IPC stream as pyarrow and datasets write it: the continuation marker 0xFFFFFFFF, the
+// metadata's length (at most 16 MiB, the reader's bound), then a flatbuffer Message whose header is a
+// Schema (type 1), walked within `b`.
+bool looks_like_arrow_stream(std::span<const std::uint8_t> b) {
+  if (b.size() < 16 || !starts(b, "\xff\xff\xff\xff")) return false;
+  auto u32 = [&](std::size_t at) -> std::uint64_t {
+    return at + 4 > b.size() ? 0
+                             : std::uint64_t{b[at]} | std::uint64_t{b[at + 1]} << 8 | std::uint64_t{b[at + 2]} << 16 |
+                                   std::uint64_t{b[at + 3]} << 24;
+  };
+  auto u16 = [&](std::uint64_t at) -> std::uint64_t { return at + 2 > b.size() ? 0 : b[at] | b[at + 1] << 8; };
+  const std::uint64_t length = u32(4);
+  if (length < 8 || length > (std::uint64_t{16} << 20)) return false;
+  // A flatbuffer too damaged to walk is still Arrow's to refuse (its verifier names the damage); one
+  // that walks to another message type is not an Arrow stream.
+  const std::uint64_t table = 8 + u32(8);
+  const std::int64_t vtable = static_cast<std::int64_t>(table) - static_cast<std::int32_t>(u32(table));
+  if (table + 4 > b.size() || vtable < 8 || static_cast<std::uint64_t>(vtable) + 8 > b.size()) return true;
+  const std::uint64_t vt = static_cast<std::uint64_t>(vtable);
+  if (u16(vt) < 8) return true;             // no room for field 1 (the header's type)
+  const std::uint64_t field = u16(vt + 6);  // Message: version, header_type, header, bodyLength, ...
+  return field == 0 || table + field >= b.size() || b[table + field] == 1;
+}
+
 }  // namespace
 
 FileTypeInfo sniff_file_type(std::span<const std::uint8_t> b) {
@@ -117,6 +141,7 @@ FileTypeInfo sniff_file_type(std::span<const std::uint8_t> b) {
     return info;
   }
   if (starts(b, "PAR1")) return is(FileType::parquet);
+  if (starts(b, std::string_view("ARROW1\0\0", 8)) || looks_like_arrow_stream(b)) return is(FileType::arrow);
   if (starts(b, "7z\xbc\xaf\x27\x1c")) return is(FileType::seven_zip);
   if (starts(b, "Rar!\x1a\x07")) return is(FileType::rar);
   if (starts(b, "\xff\xd8\xff")) return is(FileType::jpeg);
@@ -179,6 +204,8 @@ std::string describe(const FileTypeInfo& info) {
       return tar ? "a bzip2-compressed tar (.tar.bz2)" : "a bzip2-compressed file";
     case FileType::parquet:
       return "a Parquet file";
+    case FileType::arrow:
+      return "an Arrow file";
     case FileType::seven_zip:
       return "a 7-Zip archive";
     case FileType::rar:
@@ -253,6 +280,11 @@ std::string not_an_archive_message(const std::string& where, const FileTypeInfo&
       hint =
           "Hugging Face parquet files are read as DATA by the commands that train, evaluate and predict, "
           "not as an archive";
+      break;
+    case FileType::arrow:
+      hint =
+          "Hugging Face .arrow files (and save_to_disk folders) are read as DATA by the commands that train, "
+          "evaluate and predict, not as an archive";
       break;
     case FileType::seven_zip:
       hint = "frugal does not read 7z: extract it ('7z x " + where + "', Debian's p7zip-full) and give the folder";

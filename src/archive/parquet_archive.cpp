@@ -65,32 +65,34 @@ std::vector<std::string> plugin_candidates() {
 }
 #endif
 
-// The plugin's entry point, loaded once; throws Error(unsupported) naming `file` when there is none.
-frugal_parquet_open_fn plugin(const std::string& file) {
+// The plugin's entry point for parquet (or, with `arrow`, for Arrow IPC files), loaded once; throws
+// Error(unsupported) naming `file` when there is none.
+frugal_parquet_open_fn plugin(const std::string& file, bool arrow = false) {
   static std::mutex mu;
-  static frugal_parquet_open_fn open = nullptr;
-  static std::string tried;
+  static frugal_parquet_open_fn open[2] = {nullptr, nullptr};
+  static std::string tried[2];
   std::lock_guard<std::mutex> lock(mu);
-  if (open) return open;
+  if (open[arrow]) return open[arrow];
+  const std::string what = arrow ? "a Hugging Face Arrow file (.arrow)" : "a Hugging Face parquet file";
 #if FRUGAL_PARQUET
-  if (tried.empty())
+  if (tried[arrow].empty())
     for (const std::string& path : plugin_candidates()) {
       if (void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        if (void* sym = ::dlsym(h, kFrugalParquetOpenSymbol)) {
-          open = reinterpret_cast<frugal_parquet_open_fn>(sym);
-          return open;
+        if (void* sym = ::dlsym(h, arrow ? kFrugalArrowIpcOpenSymbol : kFrugalParquetOpenSymbol)) {
+          open[arrow] = reinterpret_cast<frugal_parquet_open_fn>(sym);
+          return open[arrow];
         }
       }
       const char* why = ::dlerror();
-      tried += (tried.empty() ? "" : "; ") + path + ": " + (why ? why : "no entry point");
+      tried[arrow] += (tried[arrow].empty() ? "" : "; ") + path + ": " + (why ? why : "no entry point");
     }
   fail(ErrorKind::unsupported, file, "data this frugal reads",
-       "a Hugging Face parquet file, and its parquet reader could not be loaded (" + tried + ")",
+       what + ", and its reader could not be loaded (" + tried[arrow] + ")",
        "install pyarrow (scripts/setup.sh installs it into .venv) and rebuild frugal, or set FRUGAL_PARQUET_PLUGIN "
        "to libfrugal_arrow_parquet.so");
 #else
   fail(ErrorKind::unsupported, file, "data this frugal reads",
-       "a Hugging Face parquet file, and this frugal was built without parquet (FRUGAL_PARQUET=OFF)",
+       what + ", and this frugal was built without parquet and Arrow (FRUGAL_PARQUET=OFF)",
        "build frugal with pyarrow installed (scripts/setup.sh) and -DFRUGAL_PARQUET=ON, or convert the set to a "
        "folder of images");
 #endif
@@ -118,15 +120,24 @@ class SourceInput final : public pp::Input {
   const ByteSource& src_;
 };
 
-// What Arrow or the parquet code says went wrong, as frugal's error for `file`.
-[[noreturn]] void refuse_bytes(const std::string& file, const std::string& what) {
+// What Arrow or the parquet code says went wrong, as frugal's error for `file` (an Arrow IPC file
+// with `arrow`).
+[[noreturn]] void refuse_bytes(const std::string& file, const std::string& what, bool arrow = false) {
+  if (arrow)
+    fail(ErrorKind::invalid, file, "an Arrow IPC file Arrow reads (a Hugging Face .arrow file)", what,
+         "the file is damaged or was cut short: save it again (Dataset.save_to_disk) or fetch it again from where "
+         "it came from (pyarrow.ipc.open_stream(FILE).read_all() reads it with the same library, to check)");
   fail(ErrorKind::invalid, file, "a parquet file Arrow reads", what,
        "the file is damaged or truncated; copy it again (pyarrow.parquet.read_table() reads it with the same "
        "library, to check)");
 }
 
 // A read the plugin refused for frugal's memory cap, the file's sizes needing it (not damage).
-[[noreturn]] void refuse_size(const std::string& file, const std::string& what) {
+[[noreturn]] void refuse_size(const std::string& file, const std::string& what, bool arrow = false) {
+  if (arrow)
+    fail(ErrorKind::budget, file, "record batches that frugal reads within its 1 GiB a read", what,
+         "write it again with smaller record batches (pyarrow: writer.write_table(table, max_chunksize=100)); an "
+         "image this large alone is better kept as a file (a folder or zip of images)");
   fail(ErrorKind::budget, file, "row groups that frugal reads within its 1 GiB a read", what,
        "rewrite it with smaller row groups (pyarrow.parquet.write_table(..., row_group_size=10)); an image this "
        "large alone is better kept as a file (a folder or zip of images)");
@@ -134,7 +145,7 @@ class SourceInput final : public pp::Input {
 
 // Runs f, turning the plugin's errors into frugal's naming `file`.
 template <class F>
-auto guarded(const std::string& file, F&& f) -> decltype(f()) {
+auto guarded(const std::string& file, bool arrow, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const Error&) {
@@ -142,9 +153,9 @@ auto guarded(const std::string& file, F&& f) -> decltype(f()) {
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::length_error& e) {
-    refuse_size(file, e.what());
+    refuse_size(file, e.what(), arrow);
   } catch (const std::exception& e) {
-    refuse_bytes(file, e.what());
+    refuse_bytes(file, e.what(), arrow);
   }
 }
 
@@ -175,6 +186,9 @@ const char* extension(ImageFormat f) {
   }
 }
 
+std::vector<std::string> class_label_names(const nlohmann::json& features, const std::string& column,
+                                           const std::string& file);
+
 // Class names from the schema's `huggingface` metadata ({"info": {"features": {COLUMN: {"_type":
 // "ClassLabel", "names": [...]}}}}); empty when it has none for that column.
 std::vector<std::string> hf_class_names(const std::string& text, const std::string& column, const std::string& file) {
@@ -190,15 +204,22 @@ std::vector<std::string> hf_class_names(const std::string& text, const std::stri
   if (auto info = j.find("info"); info != j.end() && info->is_object())
     if (auto f = info->find("features"); f != info->end() && f->is_object()) features = &*f;
   if (!features) return {};
-  auto feature = features->find(column);
-  if (feature == features->end() || !feature->is_object()) return {};
+  return class_label_names(*features, column, file);
+}
+
+// The names of feature `column` of `features` when it is a ClassLabel (datasets' features, as its
+// metadata and dataset_info.json write them); empty otherwise.
+std::vector<std::string> class_label_names(const nlohmann::json& features, const std::string& column,
+                                           const std::string& file) {
+  auto feature = features.find(column);
+  if (feature == features.end() || !feature->is_object()) return {};
   auto type = feature->find("_type");
   auto names = feature->find("names");
   if (type == feature->end() || *type != "ClassLabel" || names == feature->end() || !names->is_array()) return {};
   std::vector<std::string> out;
   for (const auto& n : *names) {
     if (!n.is_string() || n.get<std::string>().empty())
-      fail(ErrorKind::invalid, file, "class names (strings) in its huggingface metadata",
+      fail(ErrorKind::invalid, file, "class names (strings) in its ClassLabel feature",
            "a name that is " + std::string(n.is_string() ? "empty" : n.type_name()),
            "give the names with {class_names} FILE");
     out.push_back(n.get<std::string>());
@@ -209,15 +230,21 @@ std::vector<std::string> hf_class_names(const std::string& text, const std::stri
 // One file of the set, open.
 struct OpenFile {
   std::unique_ptr<ByteSource> source;
-  std::string display, name;  // name: the file name, prefixing its entries' names
+  std::string display, name;  // name: the file name (or as the set names it), prefixing its entries' names
   std::unique_ptr<pp::File> file;
   int image_field = -1, label_field = -1;
+  bool arrow = false;  // an Arrow IPC file: a record batch where parquet has a row group
 };
 
 // Refuses row group `g` of `f` when its images would take more than the reader's bound (what its
 // footer declares; nothing of the group is read).
 void check_declared(const OpenFile& f, int g) {
-  const std::uint64_t declared = guarded(f.display, [&] { return f.file->image_bytes_declared(g, f.image_field); });
+  const std::uint64_t declared =
+      guarded(f.display, f.arrow, [&] { return f.file->image_bytes_declared(g, f.image_field); });
+  if (declared > kMaxRowGroupImageBytes && f.arrow)
+    fail(ErrorKind::budget, f.display, "record batches of at most " + format_size(kMaxRowGroupImageBytes),
+         "record batch " + std::to_string(g) + " declaring " + format_size(declared),
+         "write it again with smaller record batches (pyarrow: writer.write_table(table, max_chunksize=100))");
   if (declared > kMaxRowGroupImageBytes)
     fail(ErrorKind::budget, f.display, "row groups whose images take at most " + format_size(kMaxRowGroupImageBytes),
          "row group " + std::to_string(g) + " of " + format_size(declared),
@@ -228,11 +255,13 @@ void check_declared(const OpenFile& f, int g) {
 std::shared_ptr<const pp::ImageColumn> read_images(const OpenFile& f, int g) {
   check_declared(f, g);
   ++row_groups_read;
-  auto images = guarded(f.display, [&] { return f.file->images(g, f.image_field); });
+  auto images = guarded(f.display, f.arrow, [&] { return f.file->images(g, f.image_field); });
   const std::int64_t rows = f.file->row_group_rows(g);
   if (images->length() != rows)
-    refuse_bytes(f.display, "row group " + std::to_string(g) + " of " + std::to_string(images->length()) +
-                                " rows where its metadata says " + std::to_string(rows));
+    refuse_bytes(f.display,
+                 std::string(f.arrow ? "record batch " : "row group ") + std::to_string(g) + " of " +
+                     std::to_string(images->length()) + " rows where its metadata says " + std::to_string(rows),
+                 f.arrow);
   return images;
 }
 
@@ -248,18 +277,21 @@ ParquetRow row_of(const pp::ImageColumn& images, std::int64_t r) {
 ParquetRowIndex read_row_index(const OpenFile& f) {
   ParquetRowIndex index;
   if (f.label_field >= 0) {
-    index.labels = guarded(f.display, [&] { return f.file->integers(f.label_field); });
+    index.labels = guarded(f.display, f.arrow, [&] { return f.file->integers(f.label_field); });
     if (static_cast<std::int64_t>(index.labels.size()) != f.file->rows())
       refuse_bytes(f.display,
-                   std::to_string(index.labels.size()) + " labels for " + std::to_string(f.file->rows()) + " rows");
+                   std::to_string(index.labels.size()) + " labels for " + std::to_string(f.file->rows()) + " rows",
+                   f.arrow);
   }
   for (int g = 0; g < f.file->row_groups(); ++g) {
     const auto images = read_images(f, g);
     for (std::int64_t r = 0; r < images->length(); ++r) index.rows.push_back(row_of(*images, r));
   }
   if (!index.labels.empty() && index.labels.size() != index.rows.size())
-    refuse_bytes(f.display, std::to_string(index.labels.size()) + " labels for " + std::to_string(index.rows.size()) +
-                                " rows in its row groups");
+    refuse_bytes(f.display,
+                 std::to_string(index.labels.size()) + " labels for " + std::to_string(index.rows.size()) +
+                     " rows in its row groups",
+                 f.arrow);
   return index;
 }
 
@@ -291,15 +323,42 @@ ParquetRowIndex row_index(const OpenFile& f, const ParquetShape& shape, const Ar
   return index;
 }
 
+// The ClassLabel features of a save_to_disk folder's dataset_info.json ({"features": {COLUMN:
+// {"names": [...], "_type": "ClassLabel"}}}), read within kMaxMetadataJson; nullopt when it holds
+// no features (a file of other JSON names nothing), exit 3 naming it when it is no JSON.
+std::optional<nlohmann::json> dataset_info_features(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) fail(ErrorKind::io, path, "a readable dataset_info.json", ec.message(), "check the folder's permissions");
+  if (size > kMaxMetadataJson)
+    fail(ErrorKind::invalid, path, "a dataset_info.json of at most " + format_size(kMaxMetadataJson), format_size(size),
+         "name the classes with {class_names} FILE and move dataset_info.json aside");
+  auto src = open_byte_source(path);
+  std::string text(static_cast<std::size_t>(src->size()), '\0');
+  if (!text.empty()) src->read_at(0, text.data(), text.size());
+  nlohmann::json j = json_nesting(text) > 64 ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                             : nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    fail(ErrorKind::invalid, path, "the JSON object Hugging Face datasets writes (its features)",
+         j.is_discarded() ? "text that is no JSON (or nested too deep)" : std::string("JSON ") + j.type_name(),
+         "save the dataset again (Dataset.save_to_disk), or move dataset_info.json aside and name the classes with "
+         "{class_names} FILE");
+  auto f = j.find("features");
+  if (f == j.end() || !f->is_object()) return std::nullopt;
+  return std::move(*f);
+}
+
 class ParquetArchive final : public Archive {
  public:
-  ParquetArchive(std::vector<ParquetFile> files, std::string display, const ArchiveOptions& options)
-      : display_(std::move(display)) {
+  ParquetArchive(std::vector<ParquetFile> files, std::string display, const ArchiveOptions& options, bool arrow = false,
+                 std::string dataset_info = "")
+      : display_(std::move(display)), arrow_(arrow), dataset_info_(std::move(dataset_info)) {
     for (auto& pf : files) {
       auto f = std::make_unique<OpenFile>();
       f->source = std::move(pf.source);
       f->display = std::move(pf.display);
-      f->name = std::filesystem::path(f->display).filename().string();
+      f->name = pf.name.empty() ? std::filesystem::path(f->display).filename().string() : std::move(pf.name);
+      f->arrow = arrow;
       files_.push_back(std::move(f));
     }
     for (std::size_t i = 0; i < files_.size(); ++i) open_file(*files_[i], i, options);
@@ -307,7 +366,7 @@ class ParquetArchive final : public Archive {
     for (std::size_t i = 0; i < entries_.size(); ++i) by_name_.emplace(entries_[i].name, i);
   }
 
-  const char* format() const override { return "parquet"; }
+  const char* format() const override { return arrow_ ? "arrow" : "parquet"; }
   const std::vector<ZipEntry>& entries() const override { return entries_; }
   std::optional<std::size_t> find(std::string_view name) const override {
     auto it = by_name_.find(std::string(name));
@@ -342,9 +401,10 @@ class ParquetArchive final : public Archive {
   };
 
   void open_file(OpenFile& f, std::size_t index, const ArchiveOptions& options) {
-    const frugal_parquet_open_fn open = plugin(f.display);
-    check_parquet_footer(*f.source, f.display);  // before Arrow's Thrift reader expands it
-    f.file.reset(guarded(f.display, [&] { return open(pp::kVersion, std::make_shared<SourceInput>(*f.source)); }));
+    const frugal_parquet_open_fn open = plugin(f.display, f.arrow);
+    if (!f.arrow) check_parquet_footer(*f.source, f.display);  // before Arrow's Thrift reader expands it
+    f.file.reset(
+        guarded(f.display, f.arrow, [&] { return open(pp::kVersion, std::make_shared<SourceInput>(*f.source)); }));
     choose_columns(f);
     check_same_columns(f, index);
     if (f.label_field >= 0) read_class_names(f);
@@ -439,8 +499,15 @@ class ParquetArchive final : public Archive {
            "give the files of one split (e.g. 'data/train-*.parquet'), not two tables");
   }
 
+  // The label column's ClassLabel names: dataset_info.json's (a save_to_disk folder), else the
+  // file's huggingface metadata.
   void read_class_names(const OpenFile& f) {
-    auto names = hf_class_names(f.file->metadata("huggingface"), labels_.column, f.display);
+    std::vector<std::string> names;
+    if (!dataset_info_.empty()) {
+      if (!info_features_) info_features_ = dataset_info_features(dataset_info_).value_or(nlohmann::json::object());
+      names = class_label_names(*info_features_, labels_.column, dataset_info_);
+    }
+    if (names.empty()) names = hf_class_names(f.file->metadata("huggingface"), labels_.column, f.display);
     if (names.empty()) return;
     if (!labels_.class_names.empty() && labels_.class_names != names)
       fail(ErrorKind::invalid, f.display, "the class names of " + names_from_ + " (its huggingface metadata)",
@@ -476,6 +543,9 @@ class ParquetArchive final : public Archive {
   }
 
   std::string display_, names_from_;
+  bool arrow_ = false;
+  std::string dataset_info_;                     // a save_to_disk folder's dataset_info.json, or ""
+  std::optional<nlohmann::json> info_features_;  // its features, read with the first file's class names
   std::vector<std::unique_ptr<OpenFile>> files_;
   std::vector<Group> groups_;
   std::vector<ZipEntry> entries_;
@@ -501,6 +571,13 @@ std::unique_ptr<Archive> open_parquet_archive(std::vector<ParquetFile> files, st
   if (files.empty()) fail(ErrorKind::usage, display, "at least one parquet file", "none", "check the pattern");
   plugin(files.front().display);  // refused before anything is read when there is no reader
   return std::make_unique<ParquetArchive>(std::move(files), std::move(display), options);
+}
+
+std::unique_ptr<Archive> open_arrow_archive(std::vector<ParquetFile> files, std::string display,
+                                            std::string dataset_info, const ArchiveOptions& options) {
+  if (files.empty()) fail(ErrorKind::usage, display, "at least one .arrow file", "none", "check the folder");
+  plugin(files.front().display, true);  // refused before anything is read when there is no reader
+  return std::make_unique<ParquetArchive>(std::move(files), std::move(display), options, true, std::move(dataset_info));
 }
 
 }  // namespace frugal

@@ -92,3 +92,7 @@ using frugal_parquet_open_fn = frugal::parquet_plugin::File* (*)(int version,
                                                                  std::shared_ptr<frugal::parquet_plugin::Input> input);
 }
 inline constexpr const char* kFrugalParquetOpenSymbol = "frugal_parquet_open";
+// The same plugin's reader of Arrow IPC streams and files (plugin/arrow_ipc.cpp): one File per
+// .arrow file, a record batch where parquet has a row group (image_bytes_declared: the batch's
+// whole body as its message declares it).
+inline constexpr const char* kFrugalArrowIpcOpenSymbol = "frugal_arrow_ipc_open";

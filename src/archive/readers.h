@@ -44,9 +44,19 @@ std::optional<TarShardLayout> tar_shard_layout(const Archive& archive);
 struct ParquetFile {
   std::unique_ptr<ByteSource> source;
   std::string display;
+  std::string name = "";  // what prefixes its entries' names; "" for its file name
 };
 std::unique_ptr<Archive> open_parquet_archive(std::vector<ParquetFile> files, std::string display,
                                               const ArchiveOptions& options);
+// Arrow IPC files (.arrow: a Hugging Face save_to_disk folder's data-*.arrow, a lone stream or
+// ARROW1 file) read as parquet is, format "arrow": a record batch where parquet has a row group.
+// `dataset_info`: the save_to_disk folder's dataset_info.json ("" when none), whose ClassLabel
+// names come before the files' huggingface metadata. Same plugin (plugin/arrow_ipc.cpp).
+std::unique_ptr<Archive> open_arrow_archive(std::vector<ParquetFile> files, std::string display,
+                                            std::string dataset_info, const ArchiveOptions& options);
+// A save_to_disk folder (one split, or a DatasetDict's splits, entries "SPLIT/data-....arrow/ROW.png")
+// through open_arrow_archive; nullptr for any other folder (hf_saved.cpp).
+std::unique_ptr<Archive> open_hf_saved(const std::filesystem::path& dir, const ArchiveOptions& options);
 bool parquet_built();
 namespace detail {
 // Row groups whose images the parquet reader has read since the process started (opens and

@@ -8,6 +8,7 @@
 
 #include "dataset/dataset_shared.h"
 #include "frugal/archive/archive.h"
+#include "frugal/archive/data_source.h"
 #include "frugal/util/error.h"
 #include "frugal/util/hash.h"
 #include "frugal/util/progress.h"
@@ -91,17 +92,23 @@ std::optional<SplitFolders> find_split_folders(const Archive& a) {
 // validation-*, test-*): split files, read one split at a time as split folders are, so that
 // test rows never train. Nullopt unless DATA is a folder of parquet files only (the folder
 // data_source.cpp reads as one parquet set) with two splits or more among their names.
+std::optional<SplitFiles> dataset_dict_split_files(const std::filesystem::path& path);
+
 std::optional<SplitFiles> find_split_files(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return std::nullopt;
-  std::vector<std::string> names;
+  if (auto dict = dataset_dict_split_files(path)) return dict;
+  std::vector<std::string> names, arrow;  // .arrow files (data/train-*.arrow) when there is no .parquet
   for (const auto& e : fs::directory_iterator(path, ec)) {
     const std::string name = e.path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     if (e.is_directory(ec)) return std::nullopt;
     if (e.path().extension() == ".parquet" && e.is_regular_file(ec)) names.push_back(name);
+    if (e.path().extension() == ".arrow" && e.is_regular_file(ec)) arrow.push_back(name);
   }
+  const std::string ext = names.empty() && !arrow.empty() ? ".arrow" : ".parquet";
+  if (names.empty()) names = std::move(arrow);
   std::sort(names.begin(), names.end());
   SplitFiles f;
   std::string prefix[3], unnamed;  // the spelling of each split ("train-"), as the glob takes it
@@ -128,7 +135,32 @@ std::optional<SplitFiles> find_split_files(const std::filesystem::path& path) {
          prefix[0].empty() ? "validation or test files only" : "split files and " + unnamed + ", of no split",
          "give the files to train on as a glob: {data} '" + (path / "NAME-*.parquet").string() + "'");
   for (int k = 0; k < 3; ++k)
-    if (!prefix[k].empty()) f.glob[k] = (path / (prefix[k] + "*.parquet")).string();
+    if (!prefix[k].empty()) f.glob[k] = (path / (prefix[k] + "*" + ext)).string();
+  if (ext == ".arrow") f.what = "Arrow files named by split";
+  return f;
+}
+
+// A DatasetDict.save_to_disk folder: its train, validation (val, valid) and test splits, each read
+// by its folder; a split of another name is never read. Exit 2 when it has no train split.
+std::optional<SplitFiles> dataset_dict_split_files(const std::filesystem::path& path) {
+  const auto splits = hf_dataset_dict_splits(path);
+  if (!splits) return std::nullopt;
+  SplitFiles f;
+  f.what = "a Hugging Face DatasetDict folder (dataset_dict.json)";
+  std::string all;
+  for (const std::string& s : *splits) {
+    all += (all.empty() ? "" : ", ") + s;
+    const std::string l = lower(s);
+    const int k = l == "train" ? 0 : l == "val" || l == "valid" || l == "validation" ? 1 : l == "test" ? 2 : -1;
+    if (k < 0 || !f.glob[k].empty()) continue;
+    std::string& list = k == 0 ? f.train : k == 1 ? f.validation : f.test;
+    for (const std::string& n : hf_saved_files(path / s)) list += (list.empty() ? "" : ", ") + s + "/" + n;
+    f.glob[k] = (path / s).string();
+    if (k == 2) f.test_data = path.string() + ":" + s;
+  }
+  if (f.glob[0].empty())
+    fail(ErrorKind::usage, path.string(), "a train split among its splits (dataset_dict.json)", all,
+         "name the split to read: {data} " + path.string() + ":" + splits->front());
   return f;
 }
 

@@ -32,11 +32,15 @@ void check_classes(const std::string& data, const std::vector<std::string>& clas
 
 // Which split trains and which validates, said in one line, on data whose top level is split
 // folders or whose parquet files are named by split.
-void say_splits(const std::string& data, const Dataset& all, bool val_folder) {
+void say_splits(const std::string& data, const Dataset& all, bool val_folder, const std::string& val = "") {
   if (const auto& files = all.split_files())
-    note(data + ": parquet files named by split: training on " + files->train +
+    note(data + ": " + files->what + ": training on " + files->train +
          (val_folder ? "; validating on " + files->validation : std::string()) +
-         (files->test.empty() ? std::string() : "; not read: " + files->test));
+         (files->test.empty()                       ? std::string()
+          : !val.empty() && val == files->test_data ? "; validating on " + files->test + " ({val})"
+                                                    : "; not read: " + files->test) +
+         (files->test_data.empty() || !val.empty() ? std::string()
+                                                   : " ({val} " + files->test_data + " validates on it)"));
   else if (!all.split_folder().empty())
     note(data + ": its top level is split folders: training on " + all.split_folder() +
          (val_folder ? ", validating on " + all.validation_folder() : std::string()));
@@ -156,7 +160,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
   const auto& files = all->split_files();
   const bool val_folder = o.val.empty() && (files ? !files->validation.empty() : !all->validation_folder().empty());
   const std::string val_where = files ? files->glob[1] : o.data + ":" + all->validation_folder();
-  say_splits(o.data, *all, val_folder);
+  say_splits(o.data, *all, val_folder, o.val);
   out.decided["train"] = files ? files->train : o.data + (all->split_folder().empty() ? "" : ":" + all->split_folder());
   if (val_folder) {
     d.channels = all->channels();

@@ -95,4 +95,12 @@ std::optional<std::filesystem::path> decompressed_cache_file(const std::string& 
 // "{a,b}"), glob characters (* ? [) or "::", and does not itself name an existing file.
 bool is_shard_pattern(const std::string& text);
 
+// Hugging Face datasets' save_to_disk folders (hf_saved.cpp), read by the arrow reader: the data
+// files of a Dataset.save_to_disk folder (state.json's "_data_files", names relative to it; empty
+// for any other folder), and a DatasetDict.save_to_disk folder's splits (dataset_dict.json's, each
+// such a folder beside it; nullopt for any other path). Exit 3 naming the JSON file when it is
+// damaged or names files that are not there. DATA:SPLIT reads one split of a DatasetDict.
+std::vector<std::string> hf_saved_files(const std::filesystem::path& dir);
+std::optional<std::vector<std::string>> hf_dataset_dict_splits(const std::filesystem::path& dir);
+
 }  // namespace frugal

@@ -20,6 +20,7 @@ enum class FileType {
   xz,
   bzip2,  // compressed streams; `inner` tells a compressed tar from another file
   parquet,
+  arrow,  // Apache Arrow IPC: a stream (Hugging Face save_to_disk's .arrow) or a file (ARROW1)
   seven_zip,
   rar,
   jpeg,

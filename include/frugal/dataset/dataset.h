@@ -103,9 +103,14 @@ struct IoGroups {
 // A folder of parquet files named by split, as a Hugging Face dataset's data/ folder holds them
 // (train-00000-of-00001.parquet, validation-*, test-*): each split's file names, ", "-separated
 // ("" when absent), and the glob that reads it (DIR/train-*.parquet; "" when absent).
+//
+// A folder of .arrow files named so, and a DatasetDict.save_to_disk folder (dataset_dict.json; the
+// split's folder then reads it, its files listed as "test/data-00000-of-00001.arrow") likewise.
 struct SplitFiles {
   std::string train, validation, test;
-  std::string glob[3];  // train, validation, test
+  std::string glob[3];                                // train, validation, test
+  std::string what = "parquet files named by split";  // for the line that says which is which
+  std::string test_data;                              // DATA:SPLIT that reads the test split alone, or ""
 };
 
 struct DatasetShared;  // archive, entries and labels; shared by subsets
