@@ -106,6 +106,21 @@ check "compress reports mean AP, kept within a point" \
 expect_exit "the compressed model predicts tags" 0 frugal predict small.safetensors test/images/test_3.png --json
 check "test_3 has both tags" '"$py" -c "import json,sys; d=json.load(open(\"$t/out\")); sys.exit(0 if sorted(d[\"predictions\"][0][\"tags\"]) == [\"bar\", \"square\"] else 1)"'
 
+# Two processes and a two-stage pipeline train the same task: every rank's shard counted once, the
+# pipeline's plans carrying each sample's row of targets.
+torchrun=$(dirname "$py")/torchrun
+[[ -x $torchrun ]] || torchrun=$(command -v torchrun) || torchrun=""
+if [[ -n $torchrun ]]; then
+  export PATH=$(dirname "$torchrun"):$PATH OMP_NUM_THREADS=1
+  for how in "--nproc 2" "--nproc 2 --pipeline 2"; do
+    rm -rf runp
+    expect_exit "multi-label with $how" 0 frugal train --data ds "${ml[@]}" --model cnn --epochs 3 --batch-size 16 \
+      --lr 3e-3 --val-split 0.2 --run runp $how
+    check "...validates all 93 images, mean AP >= 0.9" \
+      '"$py" -c "import json,sys; m=[json.loads(l) for l in open(\"runp/metrics.jsonl\") if \"val_mean_ap\" in l][-1]; sys.exit(0 if m[\"val_samples\"] == 93 and m[\"val_mean_ap\"] >= 0.9 else 1)"'
+  done
+fi
+
 # Data of one class per image for a multi-label model: refused, naming the options that give tags.
 mkdir -p one/bar one/square
 cp test/images/test_1.png one/bar/ && cp test/images/test_2.png one/square/
