@@ -62,7 +62,7 @@ void check_count(const std::vector<std::int64_t>& labels, std::size_t rows, cons
          std::to_string(labels.size()) + " labels", kRedownload);
 }
 
-void put_le(std::vector<std::uint8_t>& out, std::size_t at, std::uint32_t v, int n) {
+void put_le(std::uint8_t* out, std::size_t at, std::uint32_t v, int n) {
   for (int k = 0; k < n; ++k) out[at + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(v >> (8 * k));
 }
 
@@ -184,7 +184,12 @@ bool is_cifar_folder_name(std::string_view name) {
 // BITMAPINFOHEADER, 24 bits, uncompressed, rows bottom-up in B, G, R order; a row is 96 bytes, a
 // multiple of 4, so there is no padding.
 void bmp_of_record(const std::uint8_t* planar, std::vector<std::uint8_t>& out) {
-  out.assign(kBmpBytes, 0);
+  out.resize(kBmpBytes);
+  bmp_of_record(planar, out.data());
+}
+
+void bmp_of_record(const std::uint8_t* planar, std::uint8_t* out) {
+  std::memset(out, 0, kBmpHeader);
   out[0] = 'B';
   out[1] = 'M';
   put_le(out, 2, static_cast<std::uint32_t>(kBmpBytes), 4);
@@ -196,7 +201,7 @@ void bmp_of_record(const std::uint8_t* planar, std::vector<std::uint8_t>& out) {
   put_le(out, 28, 24, 2);
   put_le(out, 34, static_cast<std::uint32_t>(kPixels), 4);
   constexpr std::size_t plane = kSide * kSide;
-  std::uint8_t* px = out.data() + kBmpHeader;
+  std::uint8_t* px = out + kBmpHeader;
   for (std::size_t y = 0; y < kSide; ++y) {
     const std::size_t src = (kSide - 1 - y) * kSide;  // bottom-up
     for (std::size_t x = 0; x < kSide; ++x, px += 3) {

@@ -59,6 +59,7 @@ bool is_cifar_folder_name(std::string_view name);
 
 // An image's 3072 planar bytes as a 32x32 24-bit BMP (kBmpBytes): the format frugal's BMP decoder
 // reads with a copy, and whose bytes are the pixels as they are (lossless, nothing to compress).
+void bmp_of_record(const std::uint8_t* planar, std::uint8_t* out);  // kBmpBytes at `out`
 void bmp_of_record(const std::uint8_t* planar, std::vector<std::uint8_t>& out);
 
 }  // namespace frugal::cifar
