@@ -6,6 +6,10 @@
 #   shards    a WebDataset set of 4 shards (.jpg + .cls members), read in place
 #   parquet   Hugging Face parquet (an image struct {bytes, path} and a ClassLabel label column,
 #             row groups of 100 rows as `datasets` writes image sets), when this build reads parquet
+#   cifar     CIFAR-10 as downloaded (issue 42): the photos at 32x32 as cifar-10-python.tar.gz
+#             (numpy pickles) and as cifar-10-binary.tar.gz, against a zip of the same 32x32 images
+#             as PNG (what users made of CIFAR before) and as BMP, at --image-size 32: its own block
+#             at the end, the same rounds and medians
 # Same 2,400 stored JPEG photos (scripts/make-photos.py, about 500x375), 224 px random-resized-crop
 # + flip, 2 decode threads, `frugal bench loader --json`. The sides run BENCH_ROUNDS times,
 # alternating, and each ratio is the median of the rounds' ratios (this machine's speed drifts by
@@ -98,4 +102,75 @@ import json, statistics, sys
 rs = [float(x) for x in sys.argv[2].split()]
 m = statistics.median(rs)
 print(json.dumps({'bench': 'loader_' + sys.argv[1] + '_vs_zip', 'ratio_median': m, 'ratios': rs, 'target': 0.9, 'met': m >= 0.9}))" "$k" "${RATIOS[$k]}"
+done
+
+# CIFAR (issue 42): the same photos at 32x32, as CIFAR-10's two downloads and as zips of PNG and BMP
+# files (train/CLASS/N.png, test/...: the split rule trains on train/ in all four).
+C=$DATA/cifar
+if [[ ! -f $C/done || $C/done -ot $PHOTOS ]]; then
+  rm -rf "$C" && mkdir -p "$C"
+  "$PY" - "$PHOTOS" "$C" <<'PY'
+import io, os, pickle, sys, tarfile, zipfile
+import numpy as np
+from PIL import Image
+src, out = sys.argv[1:]
+with zipfile.ZipFile(src) as z:
+    items = [(i.filename, z.read(i)) for i in z.infolist() if not i.is_dir()]
+classes = sorted({n.split("/")[-2] for n, _ in items})
+imgs = [np.asarray(Image.open(io.BytesIO(b)).convert("RGB").resize((32, 32), Image.BILINEAR)) for _, b in items]
+labels = [classes.index(n.split("/")[-2]) for n, _ in items]
+split = {"train": range(0, len(items) - 400), "test": range(len(items) - 400, len(items))}
+for fmt in ("png", "bmp"):
+    with zipfile.ZipFile(os.path.join(out, f"cifar-{fmt}.zip"), "w", zipfile.ZIP_STORED) as z:
+        for sp, idx in split.items():
+            for i in idx:
+                b = io.BytesIO()
+                Image.fromarray(imgs[i]).save(b, fmt.upper())
+                z.writestr(f"{sp}/{classes[labels[i]]}/{i:05d}.{fmt}", b.getvalue())
+planar = np.stack([im.transpose(2, 0, 1).reshape(3072) for im in imgs])
+def tar(name, folder, files):
+    with tarfile.open(os.path.join(out, name), "w:gz") as t:
+        for n, data in files.items():
+            ti = tarfile.TarInfo(folder + "/" + n); ti.size = len(data); t.addfile(ti, io.BytesIO(data))
+tr, te = list(split["train"]), list(split["test"])
+batches = {"data_batch_1": tr, "test_batch": te}
+tar("cifar-10-python.tar.gz", "cifar-10-batches-py",
+    {**{n: pickle.dumps({b"data": planar[ix], b"labels": [labels[i] for i in ix], b"batch_label": n.encode(),
+                         b"filenames": [b"%05d.png" % i for i in ix]}, protocol=2) for n, ix in batches.items()},
+     "batches.meta": pickle.dumps({b"label_names": [c.encode() for c in classes]}, protocol=2)})
+tar("cifar-10-binary.tar.gz", "cifar-10-batches-bin",
+    {**{n + ".bin": b"".join(bytes([labels[i]]) + planar[i].tobytes() for i in ix) for n, ix in batches.items()},
+     "batches.meta.txt": ("\n".join(classes) + "\n").encode()})
+open(os.path.join(out, "done"), "w").write("ok\n")
+PY
+fi
+declare -A CDATA=([png_zip]=$C/cifar-png.zip [bmp_zip]=$C/cifar-bmp.zip [cifar_py]=$C/cifar-10-python.tar.gz
+                  [cifar_bin]=$C/cifar-10-binary.tar.gz)
+creaders=(png_zip bmp_zip cifar_py cifar_bin)
+declare -A CRATIOS CRATIOS_BMP
+for ((r = 1; r <= ROUNDS; r++)); do
+  declare -A CRATE=()
+  for k in "${creaders[@]}"; do
+    CRATE[$k]=$(pin "$BIN/frugal" bench loader "${CDATA[$k]}" --image-size 32 --workers 2 --seconds "$SECS" --json 2>/dev/null | rate)
+  done
+  for k in "${creaders[@]}"; do
+    ratio=$("$PY" -c "print(round(${CRATE[$k]} / ${CRATE[png_zip]}, 3))")
+    bmp_ratio=$("$PY" -c "print(round(${CRATE[$k]} / ${CRATE[bmp_zip]}, 3))")
+    CRATIOS[$k]+="$ratio "
+    CRATIOS_BMP[$k]+="$bmp_ratio "
+    echo "{\"bench\": \"loader_$k\", \"round\": $r, \"images_per_s\": ${CRATE[$k]}, \"png_zip_images_per_s\": ${CRATE[png_zip]}, \"ratio\": $ratio, \"bmp_zip_ratio\": $bmp_ratio}"
+  done
+done
+# Against the PNG zip (what users made of CIFAR), and against the zip of the same BMP bytes (the
+# reader's own cost: the CIFAR entries are those BMPs, held in memory).
+for k in bmp_zip cifar_py cifar_bin; do
+  for base in png bmp; do
+    [[ $k == bmp_zip && $base == bmp ]] && continue
+    if [[ $base == png ]]; then rs=${CRATIOS[$k]}; else rs=${CRATIOS_BMP[$k]}; fi
+    "$PY" -c "
+import json, statistics, sys
+rs = [float(x) for x in sys.argv[3].split()]
+m = statistics.median(rs)
+print(json.dumps({'bench': 'loader_' + sys.argv[1] + '_vs_' + sys.argv[2] + '_zip', 'ratio_median': m, 'ratios': rs, 'target': 0.9, 'met': m >= 0.9}))" "$k" "$base" "$rs"
+  done
 done
