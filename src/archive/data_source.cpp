@@ -163,7 +163,8 @@ std::unique_ptr<Archive> open_base(const std::string& path, const ArchiveOptions
   if (!exists(path) && is_shard_pattern(path)) return open_shards(path, options);
   auto src = open_byte_source(path);
   // CIFAR's .tar.gz is read in memory (cifar_archive.cpp says why), {cache_decompressed} or not.
-  if (const FileTypeInfo t = sniff(*src); (is_compressed_tar(t) || t.type == FileType::tar) && is_cifar_tar(*src, t.type))
+  if (const FileTypeInfo t = sniff(*src);
+      (is_compressed_tar(t) || t.type == FileType::tar) && is_cifar_tar(*src, t.type))
     return open_cifar_tar(std::move(src), t.type, path, options);
   if (options.cache_decompressed && is_compressed_tar(sniff(*src))) return open_decompressed(path, options);
   return open_bytes(std::move(src), path, options);
