@@ -1,6 +1,7 @@
 #include "frugal/dataset/train_val.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <tuple>
 
@@ -16,13 +17,40 @@ namespace {
 
 // Every file left out is counted by reason at the start, not found missing at the end.
 void say_used(const std::string& path, const Dataset& ds) {
-  note(path + ": " + count_of(ds.size(), "image") + " in " + count_of(ds.classes().size(), "class", "classes") +
+  note(path + ": " + count_of(ds.size(), "image") +
+       (ds.multi_label() ? ", multi-label: " + count_of(ds.classes().size(), "tag")
+                         : " in " + count_of(ds.classes().size(), "class", "classes")) +
        "; skipped: " + ds.skipped().summary());
 }
 
-// One class trains to loss 0 and "100%" without learning anything.
-void check_classes(const std::string& data, const std::vector<std::string>& classes, const SkipReport& skipped) {
-  if (classes.size() >= 2) return;
+// Multi-label data, as the "data" record says it: how the tags were read, how many there are,
+// how many an image has, and how many images have none (negative samples, kept).
+void record_multi_label(const TrainValOptions& o, const Dataset& all, TrainVal& out) {
+  if (!all.multi_label()) return;
+  std::uint64_t tags = 0, none = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    tags += all.tags(i).size();
+    none += all.tags(i).empty();
+  }
+  const double mean = all.size() ? static_cast<double>(tags) / static_cast<double>(all.size()) : 0.0;
+  const std::string& sep = o.dataset.label_separator;
+  out.decided["labels"] = o.dataset.labels + ": multi-label, " +
+                          (sep.empty() ? "one 0/1 column per tag (" + o.dataset.label_columns + ")"
+                                       : "tags separated by '" + sep + "' (label_separator)");
+  out.decided["multi_label"] = {{"tags", all.classes().size()},
+                                {"mean_tags_per_image", std::round(mean * 1000) / 1000},
+                                {"images_without_tags", none}};
+  char per_image[32];
+  std::snprintf(per_image, sizeof per_image, "%.2f", mean);
+  note(o.data + ": multi-label: " + count_of(all.classes().size(), "tag") + ", " + per_image + " per image on average" +
+       (none ? "; " + count_of(none, "image") + " without a tag (negative samples)" : ""));
+}
+
+// One class trains to loss 0 and "100%" without learning anything (one tag of multi-label data is
+// a yes/no task: it learns).
+void check_classes(const std::string& data, const std::vector<std::string>& classes, const SkipReport& skipped,
+                   bool multi_label = false) {
+  if (classes.size() >= (multi_label ? 1u : 2u)) return;
   std::string found = classes.empty() ? std::string("no class") : "only class \"" + classes[0] + "\"";
   for (const auto& [name, why] : skipped.empty_classes)
     found += "; class \"" + name + "\" had no image frugal reads: " + why;
@@ -107,6 +135,9 @@ void record_labels(const TrainValOptions& o, TrainVal& out) {
     out.decided["labels"] =
         o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
                                                          : ": each label one class (no label looked like a tag list)");
+  if (!out.train->taken_by_bytes().empty()) out.decided["taken_by_bytes"] = out.train->taken_by_bytes();
+  if (out.val && !out.val->taken_by_bytes().empty() && out.val->taken_by_bytes() != out.train->taken_by_bytes())
+    out.decided["val_taken_by_bytes"] = out.val->taken_by_bytes();
   if (!o.val_labels.labels.empty())
     out.decided["val_labels"] =
         o.val_labels.labels + ": labels the validation data alone" +
@@ -153,7 +184,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
   say_used(o.data, *all);
   const SkipReport skipped = all->skipped();
   out.skipped = skipped.counts;
-  check_classes(o.data, out.classes, skipped);
+  check_classes(o.data, out.classes, skipped, all->multi_label());
   // A top level of train/ val/ test/ (or parquet files named train-*, validation-*, test-*):
   // trained on train, validated on the validation split unless --val names other data; the split
   // names are never classes, test is never trained on.
@@ -192,6 +223,7 @@ TrainVal open_train_val(const TrainValOptions& o) {
     split_off_validation(o, *all, out);
   }
   record_labels(o, out);
+  record_multi_label(o, *all, out);
   if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
   keep_as_utf8(out.decided);
   return out;

@@ -9,8 +9,8 @@
 #    their rows, test rows included, and no line named the files: now train-* trains, validation-*
 #    validates, test-* is never read for training, said naming the files.
 # 3. A planet-style CSV of space-separated tags trained one class per tag combination: now refused
-#    (multi-label training is not built yet) unless --labels-are-classes; class names of several
-#    words ("golden retriever") are no tags.
+#    naming --label-separator (multi-label: data_multilabel_labels.sh) and --labels-are-classes;
+#    class names of several words ("golden retriever") are no tags.
 # 4. A larger --time-budget on a finished run said "done in 0s" under a plan line that contradicted
 #    itself: now refused saying the run finished; a stopped run given a larger budget re-plans at
 #    once (one consistent line) and trains to the new plan's end.
@@ -116,7 +116,7 @@ rm hf/data/extra.parquet
 # 3. Tag lists as labels.
 expect_exit "3: planet's tag lists are refused" 2 train planet --data planet --labels train_v2.csv --images-dir train-jpg/
 expect_msg "3: ...saying what was seen" "'clear primary agriculture road' looks like 4 tags"
-expect_msg "3: ...that multi-label training is not built yet" "multi-label training is not built yet"
+expect_msg "3: ...the option that reads them as tags (multi-label)" "give --label-separator ' '"
 expect_msg "3: ...and the option that overrides it" "add --labels-are-classes"
 expect_exit "3: --labels-are-classes trains each whole label as a class" 0 train planet --data planet \
   --labels train_v2.csv --images-dir train-jpg/ --labels-are-classes --json

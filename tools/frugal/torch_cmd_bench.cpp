@@ -96,6 +96,8 @@ int bench_loader(int argc, char** argv) {
                 {"image_size", lo.image_size},
                 {"batch_size", lo.batch_size},
                 {"dataset_size", ds->size()},
+                {"classes", ds->classes().size()},  // the tags of multi-label data
+                {"multi_label", ds->multi_label()},
                 {"channels", ds->channels()},
                 {"skipped", skipped.total()},
                 {"decode", sel.gpu ? "gpu" : "cpu"},
