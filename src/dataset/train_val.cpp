@@ -135,9 +135,6 @@ void record_labels(const TrainValOptions& o, TrainVal& out) {
     out.decided["labels"] =
         o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
                                                          : ": each label one class (no label looked like a tag list)");
-  if (!out.train->taken_by_bytes().empty()) out.decided["taken_by_bytes"] = out.train->taken_by_bytes();
-  if (out.val && !out.val->taken_by_bytes().empty() && out.val->taken_by_bytes() != out.train->taken_by_bytes())
-    out.decided["val_taken_by_bytes"] = out.val->taken_by_bytes();
   if (!o.val_labels.labels.empty())
     out.decided["val_labels"] =
         o.val_labels.labels + ": labels the validation data alone" +
