@@ -317,6 +317,7 @@ const std::filesystem::path& Dataset::path() const { return shared_->path; }
 const std::string& Dataset::split_folder() const { return shared_->split_folder; }
 const std::string& Dataset::validation_folder() const { return shared_->validation_folder; }
 const std::optional<SplitFiles>& Dataset::split_files() const { return shared_->split_files; }
+const std::string& Dataset::taken_by_bytes() const { return shared_->taken_by_bytes; }
 
 std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const {
   for (auto& i : indices) {

@@ -52,6 +52,7 @@ struct DatasetShared {
   std::optional<ClassNames> class_names;        // --class-names
   std::string split_folder, validation_folder;  // Dataset::split_folder()
   std::optional<SplitFiles> split_files;        // Dataset::split_files()
+  std::string taken_by_bytes;                   // Dataset::taken_by_bytes()
 
   mutable std::mutex bad_mu;
   mutable SkipReport bad;

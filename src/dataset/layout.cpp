@@ -637,10 +637,12 @@ void scan_layout(DatasetShared& d) {
       d.open_skips.counts[why] += n;
     }
   Entries entries = sort_entries(d);
-  if (entries.by_bytes > 0)  // decided by the bytes, not said by the names: said
-    note(d.archive->display_name() + ": " + count_of(entries.by_bytes, "file") +
-         " whose name does not say image (e.g. " + entries.by_bytes_example + ") " +
-         (entries.by_bytes == 1 ? "is an image by its bytes" : "are images by their bytes") + ": read as such");
+  if (entries.by_bytes > 0) {  // decided by the bytes, not said by the names: said, and recorded
+    d.taken_by_bytes = count_of(entries.by_bytes, "file") + " whose name does not say image (e.g. " +
+                       entries.by_bytes_example + ") " +
+                       (entries.by_bytes == 1 ? "is an image by its bytes" : "are images by their bytes");
+    note(d.archive->display_name() + ": " + d.taken_by_bytes + ": read as such");
+  }
   const Labels labels = label_entries(d, entries);
   std::vector<std::pair<std::string, Sample>> labelled = labelled_files(d, entries, labels);
   pair_arrays(d, entries.arrays, labelled);

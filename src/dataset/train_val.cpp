@@ -129,12 +129,16 @@ void check_val_labels(const TrainValOptions& o, const Dataset& val, const std::v
        "label validation images of those classes too, or leave the classes out of the training data");
 }
 
-// What config.json's "data" record says of the labels: whose they are, and how they were read.
+// What config.json's "data" record says of the labels (whose they are, how they were read) and of
+// the files taken as images by their bytes.
 void record_labels(const TrainValOptions& o, TrainVal& out) {
   if (!o.dataset.labels.empty())
     out.decided["labels"] =
         o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
                                                          : ": each label one class (no label looked like a tag list)");
+  if (!out.train->taken_by_bytes().empty()) out.decided["taken_by_bytes"] = out.train->taken_by_bytes();
+  if (out.val && !out.val->taken_by_bytes().empty() && out.val->taken_by_bytes() != out.train->taken_by_bytes())
+    out.decided["val_taken_by_bytes"] = out.val->taken_by_bytes();
   if (!o.val_labels.labels.empty())
     out.decided["val_labels"] =
         o.val_labels.labels + ": labels the validation data alone" +

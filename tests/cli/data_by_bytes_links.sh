@@ -51,6 +51,8 @@ expect_msg "as 12 images of 2 classes; the text files skipped" \
   "plain: 12 images in 2 classes; skipped: 2 not an image"
 expect_msg "said: taken by their bytes" "12 files whose name does not say image (e.g. bright/0000) are images by their bytes"
 expect_json "classes" "d['classes'] == ['bright', 'dark']" runs/plain/config.json
+expect_json "config.json's data record says so" "d['data']['taken_by_bytes'].startswith('12 files whose name')" \
+  runs/plain/config.json
 
 expect_exit "bench loader reads them too" 0 frugal bench loader plain --seconds 0.3 --workers 1 --json
 expect_json "12 samples" "d['dataset_size'] == 12"

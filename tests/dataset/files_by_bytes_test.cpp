@@ -53,6 +53,7 @@ TEST_F(FilesByBytes, AFileWhoseNameSaysNothingIsAnImageByItsBytes) {
   EXPECT_EQ(names(*d), (std::vector<std::string>{"a/0", "a/1.dat", "b/0.png", "b/1"}));
   EXPECT_EQ(d->classes(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(d->skipped().counts.at("not an image"), 2u);
+  EXPECT_EQ(d->taken_by_bytes(), "3 files whose name does not say image (e.g. a/0) are images by their bytes");
   // Loaded by their bytes too.
   Image scratch, out;
   TransformOptions t;

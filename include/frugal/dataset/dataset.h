@@ -139,6 +139,10 @@ class Dataset {
   // On a folder of parquet files named by split: which files each split is (split_folder() and
   // validation_folder() are then "": the rows are named by their file, as in the whole folder).
   const std::optional<SplitFiles>& split_files() const;
+  // What was decided by the files' bytes, their names saying nothing (no extension, or one of no
+  // known kind): "12 files whose name does not say image (e.g. a/0001) are images by their bytes";
+  // "" when none (docs/data.md, "Which files are images").
+  const std::string& taken_by_bytes() const;
 
   std::shared_ptr<Dataset> subset(std::vector<std::size_t> indices) const;
   // {train, val}: a sample is in val when a hash of its entry name falls below `fraction`, so the
