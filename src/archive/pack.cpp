@@ -9,6 +9,7 @@
 #include "archive/leftovers.h"
 #include "archive/mnist_idx.h"
 #include "archive/part_writer.h"
+#include "archive/readers.h"
 #include "archive/zip_writer.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
@@ -123,21 +124,37 @@ bool is_unfinished(const std::filesystem::path& file) {
   return is_temp_path(file) || name.ends_with(".frugal-join") || name.ends_with(".frugal-join.state");
 }
 
+// The folder's files as training reads them (folder_archive.cpp): a link to a file or folder inside
+// it is packed as what it leads to, under its own name; links out of the folder (a link to
+// /etc/passwd would put that file in the zip), cycles, broken links, FIFOs and devices are not,
+// and are said in one line.
 Plan plan_folder(const std::filesystem::path& src, const PackOptions& opt,
                  std::shared_ptr<std::vector<std::string>> files, std::size_t& unfinished) {
-  for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
-    if (!e.is_regular_file()) continue;
-    if (is_unfinished(e.path())) {
+  const auto folder = open_folder_archive(src, {});
+  auto targets = std::make_shared<std::vector<std::filesystem::path>>();
+  std::size_t not_files = 0;
+  std::string example;
+  for (std::size_t i = 0; i < folder->entries().size(); ++i) {
+    const ZipEntry& e = folder->entries()[i];
+    if (e.is_dir) continue;
+    if (e.is_symlink || e.special != SpecialMember::none) {
+      if (not_files++ == 0) example = e.name;
+      continue;
+    }
+    if (is_unfinished(e.raw_name)) {
       ++unfinished;
       continue;
     }
-    files->push_back(std::filesystem::relative(e.path(), src).generic_string());
+    files->push_back(e.raw_name);
+    targets->push_back(*folder_file(*folder, i));
   }
+  if (not_files > 0)
+    note(src.string() + ": " + std::to_string(not_files) + " links and special files not packed (e.g. " + example +
+         "): links are followed only to files and folders inside the folder");
   if (files->empty())
     fail(ErrorKind::usage, src.string(), "a folder of class sub-folders holding files", "no files",
          "give the dataset's top folder");
-  std::sort(files->begin(), files->end());
-  Plan plan;
+  Plan plan;  // the listing is sorted by name: so is the archive
   plan.count = files->size();
   std::map<std::string, std::size_t> classes;
   for (const auto& f : *files) {
@@ -145,8 +162,8 @@ Plan plan_folder(const std::filesystem::path& src, const PackOptions& opt,
     ++classes[slash == std::string::npos ? "" : f.substr(0, slash)];
   }
   plan.classes.assign(classes.begin(), classes.end());
-  plan.make = [src, files, root = opt.root, level = opt.level](std::size_t i) {
-    return prepare_file_entry(with_root(root, (*files)[i]), src / (*files)[i], level);
+  plan.make = [targets, files, root = opt.root, level = opt.level](std::size_t i) {
+    return prepare_file_entry(with_root(root, (*files)[i]), (*targets)[i], level);
   };
   return plan;
 }

@@ -80,4 +80,11 @@ expect_exit "bench loader takes --exclude" 0 frugal bench loader linked "${ex[@]
 expect_json "12 samples" "d['dataset_size'] == 12"
 expect_exit "ls lists the linked folder's files under its name" 0 frugal ls linked
 expect_msg "dark/0.png" "dark/0.png" "$t/out"
+# pack walks the folder as training reads it (before: the linked class folder was left out and the
+# link to a file outside the data packed that file).
+expect_exit "pack packs the linked class folder" 0 frugal pack linked -o linked.zip
+expect_msg "and says what it left out" "3 links and special files not packed (e.g. bright/far.png)"
+expect_exit "ls of the zip" 0 frugal ls linked.zip --json
+expect_json "dark/ packed under its name; nothing from outside" \
+  "'dark/0.png' in [e['name'] for e in d['entries']] and not any(e['name'].startswith('grey') or e['name'].endswith('far.png') for e in d['entries'])"
 finish
