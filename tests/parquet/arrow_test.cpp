@@ -80,6 +80,14 @@ huge = bytearray(b)
 struct.pack_into("<q", huge, bt + off, 600 << 20)
 open("huge.arrow", "wb").write(huge)
 os.truncate("huge.arrow", len(huge) + (600 << 20))
+# The first batch's header declaring 2^40 rows (RecordBatch.length, field 0 of Message.header):
+# refused before anything is sized by it (the fuzz target's first find: a 1 TB reserve).
+hfield = struct.unpack_from("<H", b, bvt + 8)[0]  # Message.header (field 2)
+rb = bt + hfield + struct.unpack_from("<I", b, bt + hfield)[0]
+rbvt = rb - struct.unpack_from("<i", b, rb)[0]
+lots = bytearray(b)
+struct.pack_into("<q", lots, rb + struct.unpack_from("<H", b, rbvt + 4)[0], 1 << 40)
+open("lots.arrow", "wb").write(lots)
 # The schema's root table pointing outside its metadata: Arrow's verifier must refuse it.
 bad = bytearray(b)
 struct.pack_into("<I", bad, meta, 0x7ffffff0)
@@ -205,6 +213,13 @@ TEST_F(ArrowTest, BatchDeclaringMoreThanTheCapIsRefusedBeforeItIsRead) {
   EXPECT_EQ(e.kind(), ErrorKind::budget);
   const std::string m = e.what();
   EXPECT_NE(m.find("record batch 0 declaring 600 MiB"), std::string::npos) << m;
+}
+
+TEST_F(ArrowTest, BatchDeclaringMoreRowsThanItsBodyHoldsIsRefused) {
+  const Error e = refusal(at("lots.arrow"));
+  EXPECT_EQ(e.kind(), ErrorKind::invalid);
+  const std::string m = e.what();
+  EXPECT_NE(m.find("a record batch of 1099511627776 rows in a body of"), std::string::npos) << m;
 }
 
 TEST_F(ArrowTest, MetadataFailingArrowsVerifierIsRefused) {

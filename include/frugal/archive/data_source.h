@@ -10,6 +10,7 @@
 //   folder     the files under it, sorted (no link out)  pread of each file        none
 //   shards     the tars of a WebDataset set, in order    mapped, in place          none
 //   parquet    a row with image bytes each (Arrow)       a cached row group        none
+//   arrow      as parquet (Arrow IPC, save_to_disk)      a cached record batch     none
 //   SUB/       the entries under SUB, names relative     the archive below         as below
 //   INNER      a stored zip or tar inside another        a window of the outer one as INNER
 //
@@ -21,12 +22,14 @@
 //
 // What Archive::open(PATH) does, in order:
 //   1. PATH names a folder: the folder reader, or the parquet reader when its top level holds
-//      parquet files and no sub-folder. A pattern ("shards-{000000..000099}.tar", a glob
+//      parquet files and no sub-folder, or the arrow reader for a save_to_disk folder (state.json,
+//      data-*.arrow; a DatasetDict's dataset_dict.json: every split, entries under its folder) or
+//      a folder of .arrow files only. A pattern ("shards-{000000..000099}.tar", a glob
 //      "shards-*.tar", several joined by "::"): the WebDataset shard reader (webdataset.h), or the
 //      parquet reader when the first file it names is parquet.
 //   2. PATH names a file: split sets are found as before (part_set.h), then the bytes decide
 //      (file_type.h): a tar (ustar magic or a valid header) is indexed, parquet is read by the
-//      parquet reader, anything else goes to the zip parser; compressed tars, 7z, rar, images are
+//      parquet reader, an Arrow IPC stream or file by the arrow reader, anything else goes to the zip parser; compressed tars, 7z, rar, images are
 //      refused naming what they are and what to do (a compressed tar: decompress.h,
 //      --cache-decompressed).
 //
@@ -45,6 +48,7 @@
 //      it (read in place when stored; a deflated one is refused with the command that extracts
 //      it), a folder becomes a sub-folder view; "a.zip:inner.zip:train/" chains both. A folder's
 //      display name is "DATA:SUB", so a message about one of its files reads "DATA:SUB:file".
+//      On a DatasetDict folder, REST's first part naming a split opens that split's folder alone.
 //   4. ArchiveOptions::root, when set, is one more sub-folder view ({data_root}).
 //
 // The tar index cache (docs/formats.md, "Tar index cache"): a tar of at least kTarIndexCacheMin

@@ -25,6 +25,8 @@ constexpr std::int64_t kMaxMetadataBytes = kMaxFooterBytes;
 // Record batches in one file: datasets writes 1,000 rows (100 images) a batch; a million batches
 // hold a hundred million images and take 48 MB of frugal's index.
 constexpr std::size_t kMaxBatches = std::size_t{1} << 20;
+// Rows in one file: what the archive indexes at most (parquet_archive.cpp's kMaxRows).
+constexpr std::int64_t kMaxRows = std::int64_t{1} << 31;
 
 struct Block {
   std::int64_t metadata_offset = 0, metadata_length = 0, body_offset = 0, body_length = 0, rows = 0;
@@ -85,8 +87,7 @@ class IpcFile final : public File {
 
   std::vector<std::optional<std::int64_t>> integers(int field) const override {
     CappedPool pool;
-    std::vector<std::optional<std::int64_t>> out;
-    out.reserve(static_cast<std::size_t>(rows_));
+    std::vector<std::optional<std::int64_t>> out;  // grown by the rows read, not by what headers declare
     for (std::size_t g = 0; g < blocks_.size(); ++g) {
       const auto column = read_column(g, field, &pool);
       check(column->ValidateFull());
@@ -182,7 +183,13 @@ class IpcFile final : public File {
       if (blocks_.size() >= kMaxBatches)
         bad(pos, "more than " + std::to_string(kMaxBatches) + " record batches (frugal reads at most that many)");
       block.rows = batch_rows(message);
-      if (block.rows > (std::int64_t{1} << 40) - rows_) bad(pos, "more rows than any file holds");
+      // An image column's binary offsets take 4 bytes a row at least: a header declaring more rows
+      // than that (a billion rows in a few bytes) is refused before anything is sized by it.
+      if (block.rows > block.body_length / 4)
+        bad(pos, "a record batch of " + std::to_string(block.rows) + " rows in a body of " +
+                     std::to_string(block.body_length) + " bytes (an image column takes 4 bytes a row at least)");
+      if (block.rows > kMaxRows - rows_)
+        bad(pos, "more than " + std::to_string(kMaxRows) + " rows (frugal reads at most that many a file)");
       rows_ += block.rows;
       blocks_.push_back(block);
     } else if (message.type() == MessageType::DICTIONARY_BATCH) {
@@ -203,6 +210,9 @@ class IpcFile final : public File {
     options.memory_pool = pool;
     options.use_threads = false;
     options.included_fields = {field};
+    // A buffer at an offset its type cannot be read at (a crafted file; writers align to 8) is
+    // copied to aligned memory of `pool`; aligned ones stay zero-copy.
+    options.ensure_alignment = arrow::ipc::Alignment::kDataTypeSpecificAlignment;
     const auto batch = value(arrow::ipc::ReadRecordBatch(*metadata, schema_, &memo_, options, &body));
     if (batch->num_rows() != b.rows || batch->num_columns() != 1)
       throw std::runtime_error("record batch " + std::to_string(g) + " read as " + std::to_string(batch->num_rows()) +
