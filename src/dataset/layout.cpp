@@ -412,10 +412,6 @@ Entries sort_entries(DatasetShared& d) {
   for (std::size_t i = 0; i < a.entries().size(); ++i) {
     const ZipEntry& e = a.entries()[i];
     if (e.is_dir) continue;
-    if (!d.options.exclude.empty() && excluded(d.options.exclude, d.split_folder + names[i], names[i])) {
-      count(d.open_skips, "excluded", names[i]);
-      continue;
-    }
     // "/tmp/x.jpg", "../x.jpg", links, sparse files: never read, so never a sample (nor class "tmp").
     if (std::string why = detail::never_read_reason(e); !why.empty()) {
       const EntryLabels* el = reader_labels(d);  // a reader's own members are its to count (WebDataset)
@@ -430,6 +426,11 @@ Entries sort_entries(DatasetShared& d) {
     }
     if (d.is_label_file(d.split_folder + names[i])) continue;
     if (const EntryLabels* el = reader_labels(d); el && !el->sample_member.empty() && el->sample_member[i]) continue;
+    // {exclude}: what would be read as a sample is not (junk, links and label files keep their reasons).
+    if (!d.options.exclude.empty() && excluded(d.options.exclude, d.split_folder + names[i], names[i])) {
+      count(d.open_skips, "excluded", names[i]);
+      continue;
+    }
     if (name_is_lossy(e)) lossy.push_back(i);
     if (lower(parts.back()) == "labels.csv" && (!out.csv || parts.size() < csv_depth)) {
       out.csv = i;

@@ -155,6 +155,16 @@ TEST_F(ValLabels, AValidationLabelThatIsNoTrainingClassIsRefusedNamingIt) {
   }
 }
 
+TEST_F(ValLabels, ATrainingClassNoValidationImageHasIsRefusedNamingIt) {
+  try {
+    open_train_val(options("val_0.JPEG\tn01\nval_1.JPEG\tn01\n"));
+    FAIL() << "validation without class n02 was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid);
+    EXPECT_NE(std::string(e.what()).find("\"n02\""), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ValLabels, WithoutValidationDataOfItsOwnTheyAreAUsageError) {
   TrainValOptions o = options("val_0.JPEG\tn01\n");
   o.data = (dir_ / "tiny" / "train").string();  // no split folders: validation would be split off
