@@ -365,6 +365,7 @@ void Dataset::record_bad(std::size_t i, const std::string& why) const {
   std::lock_guard<std::mutex> lock(shared_->bad_mu);
   const std::string reason = "undecodable";
   const std::uint64_t n = shared_->bad.counts[reason]++;
+  if (shared_->bad_names.size() < kMaxBadNames) shared_->bad_names.insert(name(i));
   if (n == 0) shared_->bad.examples[reason] = why.empty() ? name(i) : why;
   // Said, not only counted: a run that stays under --max-bad-fraction still names what it skipped;
   // a warning, so that it reaches stderr under --json too (where notes are quiet).
@@ -372,6 +373,11 @@ void Dataset::record_bad(std::size_t i, const std::string& why) const {
   if (n < kShown)
     warn("skipping " + (why.empty() ? name(i) : why) + " (counted against {max_bad_fraction}" +
          (n + 1 == kShown ? "; further bad samples are counted without a line each)" : ")"));
+}
+
+std::vector<std::string> Dataset::bad_files() const {
+  std::lock_guard<std::mutex> lock(shared_->bad_mu);
+  return {shared_->bad_names.begin(), shared_->bad_names.end()};
 }
 
 std::optional<std::span<const std::uint8_t>> Dataset::file_bytes(std::size_t i,

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,7 @@ struct DatasetShared {
 
   mutable std::mutex bad_mu;
   mutable SkipReport bad;
+  mutable std::set<std::string> bad_names;  // Dataset::bad_files()
 
   std::string where(const Sample& s) const { return archive->display_name() + ":" + s.name; }
   // Whether `path` (relative to the data as given) is --labels or --class-names: neither a sample

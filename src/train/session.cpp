@@ -115,7 +115,7 @@ class Session {
     Batches batches;
     std::int64_t samples = 0, position = 0;  // the loader's position after them
   };
-  bool train_epoch(std::int64_t epoch, std::int64_t position);
+  bool train_epoch(std::int64_t epoch, std::int64_t& position);
   void start_epoch(std::int64_t epoch, std::int64_t position);
   bool plan_ends_here();
   NextStep next_batches(std::int64_t position);
@@ -124,7 +124,9 @@ class Session {
   void account(std::int64_t epoch, const StepResult& r);
   bool cadence_due(std::int64_t step);
   bool save_due(const Collective::StepPlan& plan);
-  void end_of_epoch(std::int64_t epoch);
+  bool end_of_epoch(std::int64_t epoch, std::int64_t position);
+  bool validation_too_bad(std::int64_t epoch, std::int64_t position);
+  void write_epoch_events(const EvalResult& e);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait);
   void save(const Checkpoint& ckpt, bool wait);
@@ -207,6 +209,7 @@ class Session {
   std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
   std::string stop_reason_;
+  std::string resume_hint_;  // what a rerun must change to continue (stopped()); "": nothing
   bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
 
   // Per epoch.
@@ -721,7 +724,7 @@ SessionOutcome Session::stopped() {
   const std::int64_t saved = group_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
   if (saved == global_step_) {
-    note(at + ", saved; run the same command again to continue");
+    note(at + ", saved; " + (resume_hint_.empty() ? "run the same command again to continue" : resume_hint_));
     return outcome(SessionOutcome::Status::stopped_resumable, saved);
   }
   if (saved >= 0) {
@@ -999,7 +1002,7 @@ bool Session::save_due(const Collective::StepPlan& plan) {
 }
 
 // Returns false when the run must stop (saved) before the epoch ends.
-bool Session::train_epoch(std::int64_t epoch, std::int64_t position) {
+bool Session::train_epoch(std::int64_t epoch, std::int64_t& position) {
   start_epoch(epoch, position);
   for (;;) {
     if (plan_ends_here()) return true;
@@ -1045,7 +1048,67 @@ void Session::add_multi_label_figures(const EvalResult& e) {
   if (!info_.thresholds.empty()) last_metrics_["thresholds"] = info_.thresholds;
 }
 
-void Session::end_of_epoch(std::int64_t epoch) {
+namespace {
+
+// `s` as one word for a POSIX shell: in single quotes, each ' written '\''.
+std::string shell_word(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+}  // namespace
+
+// The epoch's validation in the TensorBoard events, flushed.
+void Session::write_epoch_events(const EvalResult& e) {
+  if (e.samples > 0 && rank0() && may_write(128, "the TensorBoard events")) {
+    log_scalar("val/loss", e.loss);
+    log_scalar("val/accuracy", e.accuracy);
+    if (e.multi_label) {
+      log_scalar("val/mean_ap", e.mean_ap);
+      log_scalar("val/f1", e.f1);
+    }
+  }
+  if (!events_) return;
+  try {
+    events_->flush();
+  } catch (const Error& err) {
+    events_.reset();
+    log_write_failed("the TensorBoard events", err);
+  }
+}
+
+// Undecodable validation images count against {max_bad_fraction} as training's do, over every
+// rank's shard. Past it the epoch's training is kept: saved at the epoch's end, before its
+// evaluation, so a rerun that leaves the files out (--exclude, named here) evaluates it again and
+// goes on; nothing of the epoch is trained twice. Returns true when the run stopped so.
+bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
+  std::vector<torch::Tensor> counts{torch::tensor({static_cast<std::int64_t>(val_loader_->samples_bad()),
+                                                   static_cast<std::int64_t>(val_loader_->samples_seen())},
+                                                  torch::kInt64)
+                                        .to(device_)};
+  group_->sum(counts);
+  const auto c = counts[0].cpu();
+  const std::int64_t bad = c[0].item<std::int64_t>(), seen = c[1].item<std::int64_t>();
+  if (bad == 0 || static_cast<double>(bad) <= c_.max_bad_fraction * static_cast<double>(seen)) return false;
+  const std::vector<std::string> files = val_->bad_files();
+  std::string names, excludes;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (i < 5) names += (i ? ", " : "") + files[i];
+    if (i < 20) excludes += " {exclude} " + shell_word(files[i]);
+  }
+  if (files.size() > 5) names += ", ... (" + std::to_string(files.size()) + " in all)";
+  warn(std::to_string(bad) + " of " + std::to_string(seen) + " validation images are undecodable, more than " +
+       "{max_bad_fraction} " + std::to_string(c_.max_bad_fraction) + " allows: " + names);
+  stop_reason_ = "undecodable validation images";
+  resume_hint_ = "run the same command with" + excludes + (files.size() > 20 ? " (and the rest)" : "") +
+                 " to leave them out (or replace them), and it evaluates epoch " + std::to_string(epoch + 1) +
+                 " again and continues";
+  checkpoint(epoch, position, epoch, true);
+  return true;
+}
+
+bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   // An epoch shorter than the steps timed for the first plan is planned here, before writing.
   if (time_budget_ && !time_budget_->planned()) {
     update_plan(true);
@@ -1055,6 +1118,7 @@ void Session::end_of_epoch(std::int64_t epoch) {
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   double secs = 0;
   const EvalResult e = evaluate_epoch(secs);
+  if (validation_too_bad(epoch, position)) return false;
   const bool validating = e.samples > 0;  // --val-split 0: no validation figures (best: the newest)
   epochs_done_ = epoch + 1;
   nlohmann::json per = e.to_json(classes_)["per_class"];
@@ -1085,27 +1149,13 @@ void Session::end_of_epoch(std::int64_t epoch) {
   if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) last_metrics_["pipeline"] = figures;
   log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
-  if (validating && rank0() && may_write(128, "the TensorBoard events")) {
-    log_scalar("val/loss", e.loss);
-    log_scalar("val/accuracy", e.accuracy);
-    if (e.multi_label) {
-      log_scalar("val/mean_ap", e.mean_ap);
-      log_scalar("val/f1", e.f1);
-    }
-  }
-  if (events_) {
-    try {
-      events_->flush();
-    } catch (const Error& err) {
-      events_.reset();
-      log_write_failed("the TensorBoard events", err);
-    }
-  }
+  write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (time_budget_) {
     update_plan(true);
     total_steps_ = group_->from_rank0(total_steps_);  // the loop's end is rank 0's plan
   }
+  return true;
 }
 
 // epochs auto: the steps are planned to fit the time budget (train/schedule.h); a resumed run
@@ -1236,7 +1286,7 @@ SessionOutcome Session::train() {
   for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
     if (!train_epoch(epoch, position)) return stopped();
-    end_of_epoch(epoch);
+    if (!end_of_epoch(epoch, position)) return stopped();
   }
   return finish();
 }
@@ -1290,6 +1340,7 @@ void Session::make_loaders() {
   lo.train = false;
   lo.shuffle = false;
   lo.batch_size = std::max(c_.batch_size, 256);
+  lo.count_bad_only = true;  // end_of_epoch holds validation's undecodable images to the limit, every rank together
   if (group_->reads_images())
     val_loader_ = std::make_unique<Loader>(val_, lo);
   else

@@ -150,6 +150,10 @@ class Dataset {
   std::pair<std::shared_ptr<Dataset>, std::shared_ptr<Dataset>> split_val(double fraction) const;
 
   SkipReport skipped() const;
+  // The entries found undecodable so far (by the loaders of every subset of this data), sorted,
+  // the first kMaxBadNames of them: what a message names for --exclude.
+  static constexpr std::size_t kMaxBadNames = 1000;
+  std::vector<std::string> bad_files() const;
   IoGroups io_groups() const;
 
   // Decodes + transforms sample i into `out` (image_size x image_size x channels()).

@@ -137,7 +137,7 @@ class PrefetchQueue {
       bad_ += r.bad;
       cpu_ += r.cpu_decoded;
       if (first_error_.empty()) first_error_ = r.first_error;
-      if (bad_ > 0)
+      if (bad_ > 0 && !opt_.count_bad_only)
         check_bad_fraction(*data_, bad_, seen_, plan_.rank_samples(), returned_ == plan_.batches, first_error_);
       // Every image of this batch was bad: one process skips it; ranks must stay in step.
       if (r.size() == 0 && opt_.shard.world == 1) continue;

@@ -38,6 +38,9 @@ struct LoaderOptions {
   bool pin_memory = false;   // only when CUDA is available; otherwise ordinary memory
   int prefetch_batches = 4;  // bound on decoded batches held ahead of next()
   Shard shard;               // batch_size is this process's part of a global batch
+  // Undecodable images are counted and left out, never refused here: the caller holds the count
+  // against max_bad_fraction itself (training's validation, whose processes decide together).
+  bool count_bad_only = false;
 };
 
 // The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch); every
