@@ -460,6 +460,11 @@ std::vector<Row> make_rows() {
        [](const TrainConfig& c) -> nlohmann::json { return c.delta; }});
   add({"fresh", nullptr, "start over even if the run folder holds a checkpoint", Kind::flag, false, false,
        [](TrainConfig& c, const std::string& t) { return flag(c.fresh, t); }, nullptr});
+  add({"extend", nullptr,
+       "go on with a finished or stopped run to a larger --epochs, optimizer state kept: a new cosine tail "
+       "from the step it reached (peak: --lr when changed, else the current learning rate, or a tenth of the "
+       "run's --lr when its schedule had ended)",
+       Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.extend, t); }, nullptr});
   add({"deterministic", nullptr, "bitwise-reproducible on the CPU", Kind::flag, true, false,
        [](TrainConfig& c, const std::string& t) { return flag(c.deterministic, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.deterministic; }});

@@ -1,5 +1,10 @@
 #include "train/run_state.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "frugal/util/error.h"
+
 namespace frugal {
 namespace {
 
@@ -11,6 +16,7 @@ constexpr const char* kTotalSteps = "total_steps";
 constexpr const char* kMicroBatch = "micro_batch";
 constexpr const char* kAccum = "accum";
 constexpr const char* kTimeBudget = "time_budget";
+constexpr const char* kTail = "tail";
 constexpr const char* kValAccuracy = "val_accuracy";
 constexpr const char* kValMeanAp = "val_mean_ap";
 // Trainer tensors (the loss scaler names its own: LossScaler::state).
@@ -33,6 +39,7 @@ void RunState::to_checkpoint(Checkpoint& ck) const {
   ck.loader = {{kLoaderEpoch, loader_epoch}, {kLoaderPosition, loader_position}};
   ck.schedule = {{kLr, lr}, {kTotalSteps, total_steps}, {kMicroBatch, micro_batch}, {kAccum, accum}};
   if (!time_budget.is_null()) ck.schedule[kTimeBudget] = time_budget;
+  if (!tail.is_null()) ck.schedule[kTail] = tail;
   ck.metrics = metrics;
   if (val_accuracy) {
     ck.metric_value = val_accuracy;
@@ -48,8 +55,37 @@ RunState RunState::from_checkpoint(const Checkpoint& ck, int micro_batch) {
   s.loader_position = ck.loader.value(kLoaderPosition, std::int64_t{0});
   s.micro_batch = ck.schedule.value(kMicroBatch, micro_batch);
   if (ck.schedule.contains(kTimeBudget)) s.time_budget = ck.schedule[kTimeBudget];
+  if (ck.schedule.contains(kTail)) s.tail = ck.schedule[kTail];
+  if (ck.schedule.contains(kLr) && ck.schedule[kLr].is_number()) s.lr = ck.schedule[kLr].get<double>();
   if (ck.metric_value) s.val_accuracy = ck.metric_value;
   return s;
+}
+
+double ScheduleTail::lr(std::int64_t step, std::int64_t total_steps) const {
+  const std::int64_t s = std::max<std::int64_t>(0, step - start);
+  if (s < warmup) return from_lr + (peak - from_lr) * static_cast<double>(s) / static_cast<double>(warmup);
+  const double span = static_cast<double>(std::max<std::int64_t>(1, total_steps - start - warmup));
+  const double p = std::min(1.0, static_cast<double>(s - warmup) / span);
+  return peak * 0.5 * (1.0 + std::cos(std::acos(-1.0) * p));
+}
+
+nlohmann::json ScheduleTail::to_json() const {
+  return {{"start", start}, {"warmup", warmup}, {"from_lr", from_lr}, {"peak", peak}};
+}
+
+std::optional<ScheduleTail> ScheduleTail::from_json(const nlohmann::json& j, const std::string& where) {
+  if (j.is_null()) return std::nullopt;
+  auto integer = [&](const char* k) {
+    return j.contains(k) && j[k].is_number_integer() && j[k].get<std::int64_t>() >= 0;
+  };
+  auto rate = [&](const char* k) {
+    return j.contains(k) && j[k].is_number() && std::isfinite(j[k].get<double>()) && j[k].get<double>() >= 0;
+  };
+  if (!j.is_object() || !integer("start") || !integer("warmup") || !rate("from_lr") || !rate("peak"))
+    fail(ErrorKind::invalid, where, "a schedule tail {start, warmup, from_lr, peak} in metadata \"schedule\"",
+         j.dump().substr(0, 80), "the checkpoint is damaged: remove it to resume from an older one");
+  return ScheduleTail{j["start"].get<std::int64_t>(), j["warmup"].get<std::int64_t>(), j["from_lr"].get<double>(),
+                      j["peak"].get<double>()};
 }
 
 void put_trainer_tensors(Checkpoint& ck, const LossScaler& scaler, const torch::Device& device) {

@@ -46,11 +46,25 @@ struct RunState {
   nlohmann::json metrics = nlohmann::json::object();  // the last evaluation's
   std::optional<double> val_accuracy;                 // what keep-best ranks by (EvalResult::score())
   bool multi_label = false;                           // it is then the mean AP: named val_mean_ap
+  nlohmann::json tail;                                // the schedule's tail after --extend (ScheduleTail); null: none
 
   // The metadata of a checkpoint (everything but the tensors).
   void to_checkpoint(Checkpoint& ck) const;
   // From a checkpoint a session resumes; `micro_batch` where an old one records none.
   static RunState from_checkpoint(const Checkpoint& ck, int micro_batch);
+};
+
+// The schedule of a run gone on with --extend, from `start` (the step it had reached) on: the
+// learning rate goes linearly from `from_lr` (where the run was) to `peak` over `warmup` steps,
+// then down a cosine to 0 at the run's new last step. Kept in the checkpoint's schedule ("tail"),
+// so a later resume continues it.
+struct ScheduleTail {
+  std::int64_t start = 0, warmup = 0;
+  double from_lr = 0, peak = 0;
+  double lr(std::int64_t step, std::int64_t total_steps) const;
+  nlohmann::json to_json() const;
+  // nullopt for null; Error(invalid) naming `where` for anything but a tail's numbers.
+  static std::optional<ScheduleTail> from_json(const nlohmann::json& j, const std::string& where);
 };
 
 // The trainer's tensors beside the optimizer's: the loss scaler's and the random generators' (the

@@ -105,6 +105,8 @@ class Session {
   void prepare_resume();
   void start_watchdog();
   void check_resume_learns_the_same() const;
+  bool check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
+  void start_tail(const RunState& saved, double saved_peak);
   void start_together();
   void make_loaders();
   void say_plan() const;
@@ -209,7 +211,11 @@ class Session {
   std::vector<std::string> pending_records_;  // plan records made before the run folder may change
   std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
   std::string stop_reason_;
-  std::string resume_hint_;  // what a rerun must change to continue (stopped()); "": nothing
+  std::string resume_hint_;              // what a rerun must change to continue (stopped()); "": nothing
+  std::optional<ScheduleTail> tail_;     // after --extend (this session's or an earlier one's)
+  std::optional<RunState> extend_from_;  // --extend: where the run was, for start_tail
+  double saved_peak_ = 0;                // --extend: the run's --lr
+  mutable bool new_tail_ = false;        // --extend starts a tail in this session
   bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
 
   // Per epoch.
@@ -519,7 +525,9 @@ void Session::check_resume_learns_the_same() const {
          "batch_size " + shown("batch_size") + ", accum " + shown("accum") + ", world_size " + shown("world_size"),
          "the checkpoint is damaged: remove it to resume from an older one, or add {fresh} to start this run over");
   }
-  if (auto changes = learning_changes(ck.config, now); !changes.empty()) {
+  std::vector<std::string> changes = learning_changes(ck.config, now);
+  new_tail_ = c_.extend && check_extension(ck, changes);
+  if (!changes.empty()) {
     std::string list;
     for (auto& c : changes) list += (list.empty() ? "" : "; ") + c;
     fail(ErrorKind::usage, (run_dir_ / resume_->file.filename()).string(), "the options this run was started with",
@@ -542,6 +550,53 @@ void Session::check_resume_learns_the_same() const {
          "give the module file the run was trained with, or add {fresh} to start this run over with this one");
 }
 
+// --extend: a larger --epochs (and --lr, the new tail's peak) are what it may change; what else
+// changed is left in `changes` to be refused as for any resume. The same command again, once the
+// extension's first checkpoint is saved, resumes it (its epochs are the run's now): returns
+// whether a new tail starts here.
+bool Session::check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const {
+  const std::string where = (run_dir_ / resume_->file.filename()).string();
+  if (c_.epochs_auto() || (ck.config.contains("epochs") && !ck.config["epochs"].is_number_integer()))
+    fail(ErrorKind::usage, where, "{extend} with a number of epochs", "a run planned by --time-budget",
+         "extending a time-budget run is not built yet: give the budget it had to finish it, or add {fresh}");
+  const std::int64_t had = ck.config.value("epochs", std::int64_t{0});
+  if (c_.epochs == had && ck.schedule.contains("tail")) return false;  // an extension under way
+  if (c_.epochs <= had)
+    fail(ErrorKind::usage, where, "more epochs than the run's " + std::to_string(had) + " to {extend} it to",
+         "--epochs " + std::to_string(c_.epochs), "give a larger --epochs, e.g. --epochs " + std::to_string(had + 5));
+  std::erase_if(changes, [](const std::string& c) { return c.starts_with("epochs: ") || c.starts_with("lr: "); });
+  return true;
+}
+
+// --extend: the schedule from the step the run reached to the new last one (ScheduleTail): its
+// peak --lr when that changed, else the current learning rate, or a tenth of the run's peak when
+// its schedule had ended (about 0 there); said in one line.
+void Session::start_tail(const RunState& saved, double saved_peak) {
+  ScheduleTail t;
+  t.start = global_step_;
+  t.from_lr = saved.lr;
+  std::string why;
+  if (c_.lr != saved_peak) {
+    t.peak = c_.lr;
+    why = "{lr} given";
+  } else if (saved.lr >= 0.01 * saved_peak) {
+    t.peak = saved.lr;
+    why = "the learning rate the run had reached";
+  } else {
+    t.peak = saved_peak / 10;
+    why = "its schedule had ended: a tenth of its peak " + std::to_string(saved_peak) + "; {lr} sets another";
+  }
+  t.warmup = t.peak > t.from_lr ? std::llround(c_.warmup_fraction * static_cast<double>(total_steps_ - t.start)) : 0;
+  tail_ = t;
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "extending the run from step %lld to %lld (%d epochs): learning rate %.3g -> %.3g over %lld steps, "
+                "then a cosine to 0 (",
+                static_cast<long long>(t.start), static_cast<long long>(total_steps_), c_.epochs, t.from_lr, t.peak,
+                static_cast<long long>(t.warmup));
+  note(line + why + ")");
+}
+
 // Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
 // and refuses a resume that would change what is learned. begin_writing() makes the changes
 // (temporaries removed, --fresh's discards).
@@ -560,8 +615,14 @@ void Session::prepare_resume() {
     manager_->set_disk_budget(budget_.get());
   }
   check_disk_budget();
+  if (c_.extend && c_.fresh)
+    fail(ErrorKind::usage, "{extend} with {fresh}", "one of them", "both",
+         "{extend} goes on with the run's checkpoints; {fresh} discards them");
   if (c_.fresh) return;
   resume_ = manager_->load_latest();
+  if (!resume_ && c_.extend)
+    fail(ErrorKind::usage, run_dir_.string(), "a run to {extend}: a checkpoint in the run folder", "none",
+         "leave out {extend} to start this run, or name the run folder of the run to go on with");
   if (!resume_) return;
   check_resume_learns_the_same();
   const Checkpoint& ck = resume_->ckpt;
@@ -575,6 +636,11 @@ void Session::prepare_resume() {
   step_options_.micro_batch = saved.micro_batch;
   saved_plan_ = saved.time_budget;
   resume_file_ = resume_->file.filename();
+  tail_ = ScheduleTail::from_json(saved.tail, (run_dir_ / resume_file_).string());
+  if (new_tail_) {
+    extend_from_ = saved;
+    saved_peak_ = ck.config.contains("lr") && ck.config["lr"].is_number() ? ck.config["lr"].get<double>() : c_.lr;
+  }
   last_val_accuracy_ = saved.val_accuracy;
   epochs_done_ = start_epoch_;
   // The checkpoint's last validation stays the run's until this session validates: the next
@@ -635,6 +701,7 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
   s.metrics = last_metrics_;
   s.val_accuracy = last_val_accuracy_;
   s.multi_label = info_.multi_label;
+  if (tail_) s.tail = tail_->to_json();
   s.to_checkpoint(ck);
   ck.config = identity_.to_json();
   return ck;
@@ -944,8 +1011,9 @@ Collective::StepPlan Session::agree_on_step(const NextStep& next) {
   const bool last_of_epoch =
       step_in_epoch_ + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
   const bool stop = should_stop(last_of_epoch);
-  last_lr_ = time_budget_
-                 ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
+  last_lr_ = time_budget_ ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
+             : tail_
+                 ? tail_->lr(global_step_, total_steps_)
                  : cosine_lr(c_.lr, global_step_,
                              std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
   agreed_from_ = env_.steady_now();
@@ -1034,7 +1102,8 @@ EvalResult Session::evaluate_epoch(double& secs) {
   last_val_accuracy_ = e.score();
   if (e.multi_label && c_.tune_thresholds) {  // saved with this epoch's checkpoint (ModelInfo)
     info_.thresholds.clear();
-    for (double t : e.best_thresholds) info_.thresholds.push_back(std::isnan(t) ? info_.threshold : static_cast<float>(t));
+    for (double t : e.best_thresholds)
+      info_.thresholds.push_back(std::isnan(t) ? info_.threshold : static_cast<float>(t));
   }
   return e;
 }
@@ -1275,6 +1344,7 @@ SessionOutcome Session::train() {
   start_together();
   stop_->check_time_left();
   make_loaders();
+  if (extend_from_) start_tail(*extend_from_, saved_peak_);
   if (c_.epochs_auto()) start_time_budget();
   if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
     check_free_space();  // a run with nothing left to train saves nothing
@@ -1385,7 +1455,16 @@ SessionOutcome Session::finish() {
 
 }  // namespace
 
-std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path) {
+std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& given) {
+  // A run folder, as eval, predict and export take one: its best checkpoint. (A Hugging Face
+  // model folder, which holds no best.safetensors, is read as such below.)
+  std::string path = given;
+  std::error_code ec;
+  if (fs::is_directory(given, ec) && !fs::is_symlink(fs::path(given) / kBestFile, ec) &&
+      fs::is_regular_file(fs::path(given) / kBestFile, ec)) {
+    path = (fs::path(given) / kBestFile).string();
+    note("{init} " + given + ": a run folder: its " + kBestFile);
+  }
   WeightsFile w = load_weights_file(path);
   if (!w.described.empty()) note(path + ": " + w.described);
   return std::move(w.tensors);

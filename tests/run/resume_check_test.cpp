@@ -205,7 +205,9 @@ TEST(TrainOptions, OneRowPerOptionAndTheLearningKeysOfVersion1) {
                                        "image_size", "epochs", "lr", "optimizer", "weight_decay", "label_smoothing",
                                        "clip_grad_norm", "warmup_fraction", "seed", "freeze", "deterministic",
                                        // added within version 1 (older configs lack it: not compared)
-                                       "exif_orientation", "labels", "label_columns", "images_dir", "class_names"};
+                                       "exif_orientation", "labels", "label_columns", "images_dir", "class_names",
+                                       // how labels are read: tags (multi-label), a header, CIFAR-100's kind
+                                       "label_separator", "labels_header", "label_kind"};
   const auto& now = frugal::learning_keys();
   EXPECT_EQ(std::set<std::string>(now.begin(), now.end()), std::set<std::string>(v1.begin(), v1.end()));
   EXPECT_EQ(now.front(), "model");

@@ -108,6 +108,9 @@ struct TrainConfig {
   // thresholds of the best F1 on the validation set when tune_thresholds (stored with the model).
   double threshold = 0.5;
   bool tune_thresholds = false;
+  // Go on with the run in --run past the epochs it was started with (a larger --epochs; --lr the new
+  // tail's peak): Session's ScheduleTail. Not recorded: a later resume needs no flag.
+  bool extend = false;
   double warmup_fraction = 0.02;
   OptimizerKind optimizer = OptimizerKind::adamw;
   std::optional<AmpMode> amp;  // none: auto (choose_amp)
