@@ -6,6 +6,9 @@
 #   shards    a WebDataset set of 4 shards (.jpg + .cls members), read in place
 #   parquet   Hugging Face parquet (an image struct {bytes, path} and a ClassLabel label column,
 #             row groups of 100 rows as `datasets` writes image sets), when this build reads parquet
+#   arrow     the same table as a Hugging Face save_to_disk folder (issue 42): one Arrow IPC stream,
+#             record batches of 1,000 rows (datasets' writer_batch_size), state.json and
+#             dataset_info.json, when this build reads parquet (the same plugin reads Arrow)
 #   cifar     CIFAR-10 as downloaded (issue 42): the photos at 32x32 as cifar-10-python.tar.gz
 #             (numpy pickles) and as cifar-10-binary.tar.gz, against a zip of the same 32x32 images
 #             as PNG (what users made of CIFAR before) and as BMP, at --image-size 32: its own block
@@ -32,7 +35,7 @@ if [[ ! -f $PHOTOS ]]; then
   "$PY" "$ROOT/scripts/make-photos.py" "$DATA/photos" --count 2400 --zip "$PHOTOS.tmp" >&2 && mv "$PHOTOS.tmp" "$PHOTOS"
 fi
 F=$DATA/formats
-if [[ ! -f $F/done || $F/done -ot $PHOTOS ]]; then
+if [[ ! -f $F/done || $F/done -ot $PHOTOS ]] || { [[ ! -f $F/arrow/state.json ]] && "$PY" -c 'import pyarrow' 2>/dev/null; }; then
   rm -rf "$F" && mkdir -p "$F"
   "$PY" - "$PHOTOS" "$F" <<'PY'
 import io, json, os, sys, tarfile, zipfile
@@ -70,16 +73,24 @@ if pa is not None:
     features = {"image": {"_type": "Image"}, "label": {"_type": "ClassLabel", "names": classes}}
     table = table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})})
     pq.write_table(table, os.path.join(out, "train-00000-of-00001.parquet"), row_group_size=100)
+    # As Dataset.save_to_disk writes it: the features in dataset_info.json, the file in state.json.
+    os.makedirs(os.path.join(out, "arrow"))
+    arrow_file = os.path.join(out, "arrow", "data-00000-of-00001.arrow")
+    with pa.OSFile(arrow_file, "wb") as f, pa.ipc.new_stream(f, table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    json.dump({"features": features}, open(os.path.join(out, "arrow", "dataset_info.json"), "w"))
+    json.dump({"_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_split": "train"},
+              open(os.path.join(out, "arrow", "state.json"), "w"))
 open(os.path.join(out, "done"), "w").write("ok\n")
 PY
 fi
 
 rate() { "$PY" -c 'import json,sys; print(json.load(sys.stdin)["images_per_s"])'; }
 declare -A DATA_OF=([zip]=$PHOTOS [folder]=$F/folder [tar]=$F/data.tar [shards]="$F/shards-{000000..000003}.tar"
-                    [parquet]=$F/train-00000-of-00001.parquet)
+                    [parquet]=$F/train-00000-of-00001.parquet [arrow]=$F/arrow)
 readers=(zip folder tar shards)
 if [[ -f ${DATA_OF[parquet]} ]] && pin "$BIN/frugal" bench loader "${DATA_OF[parquet]}" --seconds 1 --workers 2 --json >/dev/null 2>&1; then
-  readers+=(parquet)
+  readers+=(parquet arrow)
 else
   echo '{"bench": "loader_parquet", "skipped": "this build or .venv does not read parquet"}'
 fi
