@@ -87,7 +87,7 @@ frugal_parquet_open_fn plugin(const std::string& file, bool arrow = false) {
       tried[arrow] += (tried[arrow].empty() ? "" : "; ") + path + ": " + (why ? why : "no entry point");
     }
   fail(ErrorKind::unsupported, file, "data this frugal reads",
-       what + ", and its reader could not be loaded (" + tried[arrow] + ")",
+       what + ", and its " + (arrow ? "Arrow" : "parquet") + " reader could not be loaded (" + tried[arrow] + ")",
        "install pyarrow (scripts/setup.sh installs it into .venv) and rebuild frugal, or set FRUGAL_PARQUET_PLUGIN "
        "to libfrugal_arrow_parquet.so");
 #else

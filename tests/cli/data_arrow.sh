@@ -96,5 +96,5 @@ expect_no_msg "a cut .arrow: no zip advice" "zip"
 expect_exit "a cut .arrow in ls: exit 3" 3 frugal ls cut.arrow
 expect_exit "without the Arrow plugin: exit 3" 3 env FRUGAL_PARQUET_PLUGIN=$t/none.so frugal ls lone.arrow
 expect_msg "says the Arrow reader could not be loaded" \
-  "lone.arrow: expected data this frugal reads, found a Hugging Face Arrow file (.arrow), and its reader could not be loaded"
+  "lone.arrow: expected data this frugal reads, found a Hugging Face Arrow file (.arrow), and its Arrow reader could not be loaded"
 finish
