@@ -120,7 +120,8 @@ class Loader:
                  subset="train", device="cpu", rank=None, world_size=None, *, normalize=False, val=None,
                  shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
                  images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
-                 prefetch=4, max_file_bytes=None, label_separator=None, labels_header="auto"):
+                 prefetch=4, max_file_bytes=None, label_separator=None, labels_header="auto",
+                 labels_are_classes=False):
         info = torch.utils.data.get_worker_info()
         if info is not None:
             raise _error("usage", "frugal.Loader: expected the main process, found DataLoader worker "
@@ -138,7 +139,8 @@ class Loader:
             drop_last=drop_last, pin_memory=self.device.type == "cuda", prefetch=prefetch,
             rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size,
             max_file_bytes=_size_text(max_file_bytes, "max_file_bytes"),
-            label_separator=_text(label_separator), labels_header=_text(labels_header))
+            label_separator=_text(label_separator), labels_header=_text(labels_header),
+            labels_are_classes=bool(labels_are_classes))
         _say_new_lines(_text(data), self._core.notes)
         self.batch_size = batch_size
         self.image_size = image_size

@@ -447,7 +447,7 @@ PYBIND11_MODULE(_core, m) {
                        int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
                        bool drop_last, bool pin_memory, int prefetch, int rank, int world,
                        std::optional<std::string> max_file_bytes, std::string label_separator,
-                       std::string labels_header) {
+                       std::string labels_header, bool labels_are_classes) {
              LoaderArgs a;
              a.data = std::move(data);
              a.val = std::move(val);
@@ -459,6 +459,7 @@ PYBIND11_MODULE(_core, m) {
              a.dataset.label_columns = std::move(label_columns);
              a.dataset.label_separator = std::move(label_separator);
              a.dataset.labels_header = std::move(labels_header);
+             a.dataset.labels_are_classes = labels_are_classes;
              a.dataset.images_dir = std::move(images_dir);
              a.dataset.class_names = std::move(class_names);
              a.dataset.channels = channels;
@@ -482,7 +483,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("class_names"), py::arg("channels"), py::arg("max_bad_fraction"), py::arg("batch_size"),
            py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"), py::arg("shuffle"),
            py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"),
-           py::arg("max_file_bytes"), py::arg("label_separator") = "", py::arg("labels_header") = "auto")
+           py::arg("max_file_bytes"), py::arg("label_separator") = "", py::arg("labels_header") = "auto",
+           py::arg("labels_are_classes") = false)
       .def("start", &PyLoader::start, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::next)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)

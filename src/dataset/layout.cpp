@@ -560,6 +560,22 @@ std::vector<std::pair<std::string, Sample>> labelled_files(DatasetShared& d, con
   return labelled;
 }
 
+// A tag the labels file names that no image of the data read has: a class of no positive sample
+// (its rows' images missing, skipped, or in another split), said with up to 5 names.
+void note_tags_without_images(const DatasetShared& d) {
+  std::vector<bool> seen(d.classes.size());
+  for (const Sample& s : d.samples)
+    for (const std::uint32_t t : d.tag_sets[s.tag_set]) seen[t] = true;
+  std::string names;
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k] && n++ < 5) names += (names.empty() ? "\"" : ", \"") + printable(d.classes[k]) + "\"";
+  if (n > 5) names += ", and " + std::to_string(n - 5) + " more";
+  if (n > 0)
+    note(d.archive->display_name() + ": " + count_of(n, "tag") + " of the labels no image read here has (" + names +
+         "): " + (n == 1 ? "it is kept as a class" : "they are kept as classes") + " with no positive sample");
+}
+
 // Multi-label data: the classes are every tag the labels file names (so that each split of one
 // file has the same ones), in the order classes have; the samples keep their tag sets, renumbered.
 void assign_tags(DatasetShared& d, std::vector<std::pair<std::string, Sample>>& labelled) {
@@ -593,6 +609,7 @@ void assign_tags(DatasetShared& d, std::vector<std::pair<std::string, Sample>>& 
     d.samples.push_back(std::move(s));
   }
   if (d.class_names) name_classes(d.classes, *d.class_names);
+  note_tags_without_images(d);
 }
 
 // The dataset's classes (numbers in numeric order, names sorted) and its samples with their labels.

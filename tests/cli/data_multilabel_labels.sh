@@ -4,8 +4,8 @@
 # train-jpg/) is refused without --label-separator (exit 2 naming it and --labels-are-classes) by
 # every command that reads labels, and read as multi-label with it: the data record says so with
 # the tag count, tags per image and images without a tag. The same tags as one 0/1 column each
-# (--label-columns image_name,* or named columns), a value that is not 0/1 (exit 3 naming
-# file:line and the value). A Tiny-ImageNet layout: its header-less, tab-separated
+# (--label-columns image_name,* or named columns; a tag no image has is said), a value that is
+# not 0/1 (exit 3 naming file:line and the value). A Tiny-ImageNet layout: its header-less, tab-separated
 # val/val_annotations.txt is refused under --labels-header auto (its first row, val_0.JPEG, was
 # dropped as a header before) and read whole with --labels-header no --label-columns 0,1.
 source "$(dirname "$0")/lib/common.sh"
@@ -36,6 +36,7 @@ open("planet/columns.csv", "w").write("\n".join(ones) + "\n")
 bad = list(ones)
 bad[7] = bad[7].rsplit(",", 1)[0] + ",0.5"
 open("planet/bad.csv", "w").write("\n".join(bad) + "\n")
+open("planet/zero.csv", "w").write("\n".join(r + (",cloudy" if k == 0 else ",0") for k, r in enumerate(ones)) + "\n")
 json.dump({"tags": len(tags), "mean": round(n_tags / 40, 3), "none": none}, open("expected.json", "w"))
 # Tiny-ImageNet: train/<wnid>/images/*.JPEG, val/images/val_N.JPEG, val/val_annotations.txt
 wnids = ["n01443537", "n03444034"]
@@ -93,6 +94,11 @@ expect_exit "train --label-columns image_name,* --json" 0 frugal train --data pl
   --images-dir train-jpg/ --label-columns 'image_name,*' --run runs/c --epochs 1 --image-size 16 --json
 expect_json "...the same record as the tag lists" \
   "d['data']['multi_label'] == {'tags': $(exp tags), 'mean_tags_per_image': $(exp mean), 'images_without_tags': $(exp none)}"
+expect_exit "a column of zeros only" 0 bench planet --labels zero.csv --images-dir train-jpg/ --label-columns 'image_name,*'
+expect_json "...is a tag all the same" 'd["multi_label"] is True and d["classes"] == 7'
+expect_exit "...without --json" 0 frugal bench loader planet --labels zero.csv --images-dir train-jpg/ \
+  --label-columns 'image_name,*' --seconds 0.2 --image-size 16 --batch-size 4 --workers 1
+expect_msg "...said: no image has it" '1 tag of the labels no image read here has ("cloudy")'
 expect_exit "a 0.5 in a 0/1 column: exit 3" 3 bench planet --labels bad.csv --images-dir train-jpg/ --label-columns 'image_name,*'
 expect_msg "...naming file:line" "bad.csv:8"
 expect_msg "...the column and the value" 'expected 0 or 1 in column "water"'

@@ -1,6 +1,7 @@
 # frugal.Loader takes the label options of `frugal train` (issue 42): label_separator= for a column
 # of tag lists (multi-hot float targets, the tags named as classes), and labels_header= for a label
-# file without a header (Tiny-ImageNet's val_annotations.txt), refused under "auto".
+# file without a header (Tiny-ImageNet's val_annotations.txt), refused under "auto"; labels_are_classes=
+# takes each whole label as one class.
 import io
 import zipfile
 
@@ -71,3 +72,9 @@ def test_labels_header_no_reads_a_headerless_file_whole(tmp_path):
                            labels_header="no", label_columns="0,1", batch_size=4, image_size=16, val_split=0)
     assert loader.num_samples == 8 and loader.classes == ["n01443537", "n03444034"]
     assert sorted(i for x, _ in loader for i in sample_ids(x)) == list(range(8))
+
+
+def test_labels_are_classes_takes_each_whole_label_as_one_class(planet_zip):
+    loader = frugal.Loader(planet_zip, labels="train_v2.csv", images_dir="train-jpg", labels_are_classes=True,
+                           batch_size=8, image_size=16, val_split=0)
+    assert not loader.multi_label and "clear haze" in loader.classes
