@@ -71,7 +71,10 @@ expect_msg "DatasetDict: the first lines say which files train and which do not"
   "dd: a Hugging Face DatasetDict folder (dataset_dict.json): training on train/data-00000-of-00002.arrow, train/data-00001-of-00002.arrow; not read: test/data-00000-of-00001.arrow (--val dd:test validates on it)"
 check "DatasetDict: the classes are dataset_info.json's names" \
   "grep -rqa '\"bright\"' runs/dict/config.json && grep -rqa '\"dark\"' runs/dict/config.json"
+expect_json "DatasetDict: config.json's data names the train files" \
+  "d['data']['train'] == 'train/data-00000-of-00002.arrow, train/data-00001-of-00002.arrow'" runs/dict/config.json
 train dict_val dd --val dd:test
+expect_json "--val dd:test: config.json's data names it" "d['data']['validation'] == 'dd:test'" runs/dict_val/config.json
 expect_msg "--val dd:test reads the 10 test images" "dd:test: 10 images in 2 classes"
 expect_msg "--val dd:test: the log says test validates" "; validating on test/data-00000-of-00001.arrow (--val)"
 expect_msg "--val dd:test: trained on train only" "training cnn on 24 images (2 classes), validating on 10"
