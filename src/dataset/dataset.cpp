@@ -207,6 +207,7 @@ std::vector<std::uint8_t>& thread_buffer() {
 struct Probe {
   int channels = 3;
   int side = 0;
+  int largest = 0;  // the largest of the sampled images' shorter sides
 };
 
 // Channels and typical side from up to 32 samples spread over the dataset.
@@ -243,6 +244,7 @@ Probe probe(const DatasetShared& d) {
   const auto middle = sides.begin() + static_cast<std::ptrdiff_t>(sides.size() / 2);
   std::nth_element(sides.begin(), middle, sides.end());
   p.side = *middle;
+  p.largest = *std::max_element(sides.begin(), sides.end());
   p.channels = all_gray ? 1 : 3;
   return p;
 }
@@ -292,6 +294,7 @@ std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const 
   Probe p = probe(*d);
   d->channels = options.channels ? options.channels : p.channels;
   d->native_size = p.side;
+  d->largest_sampled_size = p.largest;
   std::vector<std::size_t> all(d->samples.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
   return std::make_shared<Dataset>(std::move(d), std::move(all));
@@ -312,6 +315,7 @@ const std::vector<std::uint32_t>& Dataset::tags(std::size_t i) const {
 const std::string& Dataset::name(std::size_t i) const { return shared_->samples[indices_.at(i)].name; }
 int Dataset::channels() const { return shared_->channels; }
 int Dataset::native_size() const { return shared_->native_size; }
+int Dataset::largest_sampled_size() const { return shared_->largest_sampled_size; }
 const DatasetOptions& Dataset::options() const { return shared_->options; }
 const std::filesystem::path& Dataset::path() const { return shared_->path; }
 const std::string& Dataset::split_folder() const { return shared_->split_folder; }

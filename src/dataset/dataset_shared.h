@@ -48,6 +48,7 @@ struct DatasetShared {
   std::vector<NpyArray> arrays;
   int channels = 3;
   int native_size = 0;
+  int largest_sampled_size = 0;
   SkipReport open_skips;
   std::unique_ptr<CsvLabels> csv_labels;        // --labels, read before the split folder was chosen
   std::optional<ClassNames> class_names;        // --class-names

@@ -565,8 +565,7 @@ const std::vector<std::string>& learning_keys() {
   return keys;
 }
 
-// Named as the command line names them: this file holds the table of both spellings, and "epochs"
-// and "time_budget" are no keys settings_text spells yet.
+// Named as the command line names them: this file holds the table of both spellings.
 void validate(TrainConfig& c) {
   // A time budget plans the epochs: left unset, the epochs are auto; a fixed number contradicts it.
   if (c.epochs_mode == EpochsMode::unset) c.epochs_mode = c.time_budget ? EpochsMode::automatic : EpochsMode::fixed;

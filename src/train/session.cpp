@@ -96,6 +96,8 @@ class Session {
   void choose_decode();
   void build_model();
   std::shared_ptr<Model> describe_model(const std::string& why);
+  std::string size_from_data(Model* scripted);
+  static constexpr int kSmallestDataSize = 16;  // below it a stride-32 network's maps are all padding
   void choose_device();
   void build_optimizer();
   std::string choose_model(const std::map<std::string, torch::Tensor>& init);
@@ -357,15 +359,43 @@ std::shared_ptr<Model> Session::describe_model(const std::string& why) {
   eval_options_.multi_label = info_.multi_label;
   eval_options_.thresholds = {info_.threshold};
   if (c_.image_size > 0) info_.image_size = c_.image_size;
+  const std::string size_why = c_.image_size > 0 ? "{image_size}" : size_from_data(scripted.get());
   // Photos shrunk to a 28 px cnn train badly without a word: say what fits them.
   const int native = train_->native_size();
   const bool photos_small = why != "{model}" && c_.image_size <= 0 && native >= 2 * info_.image_size && native >= 96;
-  note("model: " + c_.model + " at " + std::to_string(info_.image_size) + " px (" + why +
-       (c_.image_size > 0 ? "; {image_size}" : "; its default image size") + ")" +
+  note("model: " + c_.model + " at " + std::to_string(info_.image_size) + " px (" + why + "; " + size_why + ")" +
        (photos_small ? "; these images are about " + std::to_string(native) +
                            " px: for photos give {model} resnet18 or efficientnet_b0 (224 px)"
                      : ""));
   return scripted;
+}
+
+// With no {image_size}, a model that takes any size (every one but cnn, whose 28 px are its
+// layers'; a TorchScript module is tried at it, its classes' count aside) trains at the data's own
+// size when every sampled image is smaller than the model's default: an 8x upscale of 28 px images
+// to 224 costs 64x the work and nobody asked for it. Said, and recorded in config.json's "data".
+// Returns why the size is what it is.
+std::string Session::size_from_data(Model* scripted) {
+  const int largest = train_->largest_sampled_size(), default_size = info_.image_size;
+  if (c_.model == "cnn" || largest <= 0 || largest >= default_size) return "its default image size";
+  const int side = std::max(largest, kSmallestDataSize);
+  if (scripted) {  // a module may take one size only: tried at this one first
+    try {
+      torch::NoGradGuard no_grad;
+      scripted->eval();
+      scripted->forward(torch::zeros({2, info_.channels, side, side}));
+      scripted->train();
+    } catch (const std::exception&) {
+      scripted->train();
+      return "its default image size: it does not take " + std::to_string(side) +
+             " px images, the data's own size; {image_size} sets another";
+    }
+  }
+  info_.image_size = side;
+  const std::string said = "the images' own size: those sampled (up to 32) are at most " + std::to_string(largest) +
+                           " px, less than its default " + std::to_string(default_size) + "; {image_size} sets another";
+  data_decided_["image_size"] = said;
+  return said;
 }
 
 // device_ and amp_ from {device} and {amp}; {gpu_memory}'s cap set.
@@ -557,13 +587,13 @@ void Session::check_resume_learns_the_same() const {
 bool Session::check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const {
   const std::string where = (run_dir_ / resume_->file.filename()).string();
   if (c_.epochs_auto() || (ck.config.contains("epochs") && !ck.config["epochs"].is_number_integer()))
-    fail(ErrorKind::usage, where, "{extend} with a number of epochs", "a run planned by --time-budget",
+    fail(ErrorKind::usage, where, "{extend} with a number of epochs", "a run planned by {time_budget}",
          "extending a time-budget run is not built yet: give the budget it had to finish it, or add {fresh}");
   const std::int64_t had = ck.config.value("epochs", std::int64_t{0});
   if (c_.epochs == had && ck.schedule.contains("tail")) return false;  // an extension under way
   if (c_.epochs <= had)
     fail(ErrorKind::usage, where, "more epochs than the run's " + std::to_string(had) + " to {extend} it to",
-         "--epochs " + std::to_string(c_.epochs), "give a larger --epochs, e.g. --epochs " + std::to_string(had + 5));
+         "{epochs} " + std::to_string(c_.epochs), "give a larger {epochs}, e.g. {epochs} " + std::to_string(had + 5));
   std::erase_if(changes, [](const std::string& c) { return c.starts_with("epochs: ") || c.starts_with("lr: "); });
   return true;
 }

@@ -67,7 +67,12 @@ constexpr std::string_view kKeys[] = {"amp",
                                       "pipeline_split",
                                       "pipeline_balance",
                                       "allow_model_code",
-                                      "stop_grace"};
+                                      "stop_grace",
+                                      "extend",
+                                      "lr",
+                                      "epochs",
+                                      "time_budget",
+                                      "threshold"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

@@ -130,6 +130,7 @@ class Dataset {
   const std::string& name(std::size_t i) const;  // entry name ("x.npy[17]" for array samples)
   int channels() const;                          // 1 or 3 (after DatasetOptions::channels)
   int native_size() const;                       // typical image side (median of a sample)
+  int largest_sampled_size() const;              // the largest shorter side of that sample (up to 32 images)
   const DatasetOptions& options() const;
   const std::filesystem::path& path() const;
   // On data whose top level is split folders: the folder read ("train/", "data/val/"), and the
