@@ -72,9 +72,8 @@ void read_multi_label(const Metadata& md, const std::string& where, ModelInfo& m
   m.threshold = static_cast<float>(t);
   const nlohmann::json list = json_or(md, "thresholds", where);
   const bool ok = list.is_array() && (list.empty() || list.size() == m.classes.size()) &&
-                  std::all_of(list.begin(), list.end(), [&](const nlohmann::json& v) {
-                    return v.is_number() && in_range(v.get<double>());
-                  });
+                  std::all_of(list.begin(), list.end(),
+                              [&](const nlohmann::json& v) { return v.is_number() && in_range(v.get<double>()); });
   if (!ok)
     fail(ErrorKind::invalid, where,
          "a list of " + std::to_string(m.classes.size()) + " thresholds between 0 and 1 in metadata \"thresholds\"",
@@ -83,10 +82,11 @@ void read_multi_label(const Metadata& md, const std::string& where, ModelInfo& m
 }
 
 // Keys this file owns; anything else in the metadata is carried in Checkpoint::extra.
-const char* const kOwnKeys[] = {
-    "format",       "version",     "kind",     "model",       "classes",       "image_size", "channels", "mean",
-    "std",          "epoch",       "step",     "loader",      "schedule",      "metrics",    "config",   "metric_name",
-    "metric_value", "metric_mode", "checksum", "module_file", "module_sha256", "num_classes", "multi_label", "thresholds", "threshold"};
+const char* const kOwnKeys[] = {"format",        "version",      "kind",        "model",      "classes",
+                                "image_size",    "channels",     "mean",        "std",        "epoch",
+                                "step",          "loader",       "schedule",    "metrics",    "config",
+                                "metric_name",   "metric_value", "metric_mode", "checksum",   "module_file",
+                                "module_sha256", "num_classes",  "multi_label", "thresholds", "threshold"};
 
 bool own_key(const std::string& k) {
   for (const char* o : kOwnKeys)

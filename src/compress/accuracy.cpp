@@ -29,7 +29,8 @@ AccuracyReport measure_accuracy(Model& model, const ModelInfo& info, const std::
   Progress progress("accuracy " + archive.filename().string(), data->size(), Progress::Unit::items);
   EvalOptions eopts;
   eopts.multi_label = info.multi_label;
-  if (info.multi_label) eopts.thresholds = info.thresholds.empty() ? std::vector<float>{info.threshold} : info.thresholds;
+  if (info.multi_label)
+    eopts.thresholds = info.thresholds.empty() ? std::vector<float>{info.threshold} : info.thresholds;
   check_label_kind(info.multi_label, data->multi_label(), archive.string());
   eopts.after_batch = [&](std::int64_t n) { progress.advance(static_cast<std::uint64_t>(n)); };
   const EvalResult r = evaluate(model, loader, match, sopts, &eopts);

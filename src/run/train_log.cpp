@@ -92,7 +92,8 @@ double at(const std::vector<double>& v, std::size_t i) { return i < v.size() ? v
 nlohmann::json EvalResult::to_json(const std::vector<std::string>& classes) const {
   nlohmann::json per = nlohmann::json::object();
   if (!multi_label) {
-    for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i) per[classes[i]] = value_or_null(per_class[i]);
+    for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)
+      per[classes[i]] = value_or_null(per_class[i]);
     return {{"accuracy", accuracy}, {"loss", loss}, {"samples", samples}, {"per_class", per}};
   }
   for (std::size_t i = 0; i < per_class.size() && i < classes.size(); ++i)

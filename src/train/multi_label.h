@@ -36,7 +36,7 @@ class MultiLabelTally {
 
  private:
   std::int64_t classes_;
-  torch::Tensor logit_thresholds_;  // (classes) on the device
+  torch::Tensor logit_thresholds_;     // (classes) on the device
   torch::Tensor hist_pos_, hist_neg_;  // (classes, kBins) int64
   torch::Tensor tp_, fp_, fn_;         // (classes) int64
   torch::Tensor exact_;                // (1) int64

@@ -185,8 +185,9 @@ int cmd_compress(int argc, char** argv) {
               format_size(input.bytes).c_str());
   std::printf("%-10s %14s %14s\n", "sparsity", "", percent(sparsity).c_str());
   if (acc_before)
-    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", acc_before->metric.c_str(), percent(acc_before->accuracy).c_str(),
-                percent(acc_after->accuracy).c_str(), 100.0 * (acc_after->accuracy - acc_before->accuracy),
+    std::printf("%-10s %14s %14s   (%+.2f points, %s)\n", acc_before->metric.c_str(),
+                percent(acc_before->accuracy).c_str(), percent(acc_after->accuracy).c_str(),
+                100.0 * (acc_after->accuracy - acc_before->accuracy),
                 count_of(static_cast<std::uint64_t>(acc_before->images), "image").c_str());
   note("wrote " + out);
   return 0;

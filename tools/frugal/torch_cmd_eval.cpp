@@ -37,8 +37,8 @@ void print_multi_label(const EvalResult& r, const std::vector<std::string>& clas
     std::printf("  %s: AP %s precision %s recall %s F1 %s (%s)\n", printable(classes[i]).c_str(),
                 format_percent(r.per_class[i]).c_str(),
                 std::isnan(r.class_precision[i]) ? "-" : format_percent(r.class_precision[i]).c_str(),
-                format_percent(r.class_recall[i]).c_str(),
-                format_percent(r.class_f1[i]).c_str(), count_of(r.positives[i], "image").c_str());
+                format_percent(r.class_recall[i]).c_str(), format_percent(r.class_f1[i]).c_str(),
+                count_of(r.positives[i], "image").c_str());
   }
 }
 

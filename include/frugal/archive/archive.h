@@ -45,7 +45,6 @@ struct ArchiveOptions {
   std::string label_kind;
 };
 
-
 enum class ZipMethod : std::uint16_t { stored = 0, deflate = 8 };
 
 // Members that are neither a file, a folder nor a symbolic link (tar members, folder entries): listed,

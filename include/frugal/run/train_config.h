@@ -189,8 +189,8 @@ void validate(TrainConfig& config);
 struct ValFigures {
   double accuracy = 0;  // top-1, 0 to 1 (multi-label: the share of images with every tag right)
   double loss = 0;
-  std::int64_t epoch = 0;  // epochs completed when it was measured
-  std::int64_t step = 0;   // optimizer steps done then
+  std::int64_t epoch = 0;         // epochs completed when it was measured
+  std::int64_t step = 0;          // optimizer steps done then
   std::optional<double> mean_ap;  // multi-label: what ranks checkpoints
 };
 

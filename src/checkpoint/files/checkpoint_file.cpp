@@ -32,9 +32,10 @@ std::string verify_with_header(const fs::path& path, const SafetensorsHeader& h,
   };
   if (get("format") != kCheckpointFormat)
     return "metadata \"format\" is \"" + get("format") + "\", expected \"" + kCheckpointFormat + "\"";
-  if (get("version") != std::to_string(kCheckpointVersion) && get("version") != std::to_string(kCheckpointVersionMultiLabel))
-    return "format version \"" + get("version") + "\" is not one of the supported " + std::to_string(kCheckpointVersion) +
-           " and " + std::to_string(kCheckpointVersionMultiLabel);
+  if (get("version") != std::to_string(kCheckpointVersion) &&
+      get("version") != std::to_string(kCheckpointVersionMultiLabel))
+    return "format version \"" + get("version") + "\" is not one of the supported " +
+           std::to_string(kCheckpointVersion) + " and " + std::to_string(kCheckpointVersionMultiLabel);
   UniqueFd fd = open_regular(path, links);
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) fail_errno("stat", path.string(), errno);
