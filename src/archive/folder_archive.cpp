@@ -222,6 +222,11 @@ class FolderArchive final : public Archive {
       }
       if (errno != 0) fail_errno("read folder", (root_ / dir).string(), errno);
     }
+    publish(found, options);
+  }
+
+  // The files and folders walked, as entries sorted by name.
+  void publish(std::vector<Found>& found, const ArchiveOptions& options) {
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.raw < b.raw; });
     NameDecoder decoder(options.name_encoding);
     entries_.reserve(found.size());
