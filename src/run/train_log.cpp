@@ -61,11 +61,17 @@ void TrainLog::epoch(std::int64_t epoch, std::int64_t epochs, const EvalResult& 
     return;
   }
   if (e.multi_label) {
+    // A figure of no images (precision when nothing was predicted) is "n/a", not "nan%".
+    auto pct = [](double v) {
+      char b[16];
+      std::snprintf(b, sizeof b, "%.2f%%", 100.0 * v);
+      return std::isnan(v) ? std::string("n/a") : std::string(b);
+    };
     std::fprintf(stderr,
-                 "epoch %lld/%lld: val loss %.4f, val mean AP %.2f%%, F1 %.2f%% (precision %.2f%%, recall %.2f%%), "
-                 "all tags right %.2f%% (%lld images), %.0f img/s\n",
-                 static_cast<long long>(epoch) + 1, static_cast<long long>(epochs), e.loss, 100.0 * e.mean_ap,
-                 100.0 * e.f1, 100.0 * e.precision, 100.0 * e.recall, 100.0 * e.accuracy,
+                 "epoch %lld/%lld: val loss %.4f, val mean AP %s, F1 %s (precision %s, recall %s), all tags right %s "
+                 "(%lld images), %.0f img/s\n",
+                 static_cast<long long>(epoch) + 1, static_cast<long long>(epochs), e.loss, pct(e.mean_ap).c_str(),
+                 pct(e.f1).c_str(), pct(e.precision).c_str(), pct(e.recall).c_str(), pct(e.accuracy).c_str(),
                  static_cast<long long>(e.samples), images_per_second());
     return;
   }
