@@ -106,7 +106,7 @@ class Session {
   void check_fits_model() const;
   void prepare_resume();
   void start_watchdog();
-  void check_resume_learns_the_same() const;
+  void check_resume_learns_the_same();
   bool check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
   void start_tail(const RunState& saved, double saved_peak);
   void start_together();
@@ -217,7 +217,7 @@ class Session {
   std::optional<ScheduleTail> tail_;     // after --extend (this session's or an earlier one's)
   std::optional<RunState> extend_from_;  // --extend: where the run was, for start_tail
   double saved_peak_ = 0;                // --extend: the run's --lr
-  mutable bool new_tail_ = false;        // --extend starts a tail in this session
+  bool new_tail_ = false;                // --extend starts a tail in this session
   bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
 
   // Per epoch.
@@ -541,7 +541,7 @@ NamedTensors param_names(const OptimizerSetup& s) { return NamedTensors(s.params
 
 // A resume must learn what the run was learning: a damaged checkpoint is bad input (exit 3), a
 // change of what is learned (options, model, module file) a usage error (exit 2) listing it.
-void Session::check_resume_learns_the_same() const {
+void Session::check_resume_learns_the_same() {
   const Checkpoint& ck = resume_->ckpt;
   const nlohmann::json now = identity_.to_json();
   // A checkpoint whose batch size, accumulation or world size is no integer (or whose product

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)  // clang's spelling
@@ -148,6 +150,25 @@ inline std::optional<int> bytes_child(const arrow::DataType& t) {
   for (int k = 0; k < t.num_fields(); ++k)
     if (t.field(k)->name() == "bytes" && binary_type(*t.field(k)->type())) return k;
   return std::nullopt;
+}
+
+// A schema's fields as the seam describes them, and its key-value metadata ("" when absent): the
+// same for a parquet file and an Arrow IPC one.
+inline std::vector<Field> fields_of(const arrow::Schema& schema) {
+  std::vector<Field> out;
+  for (int k = 0; k < schema.num_fields(); ++k) {
+    const auto& f = *schema.field(k);
+    out.push_back(
+        {f.name(), f.type()->ToString(), bytes_child(*f.type()).has_value(), arrow::is_integer(f.type()->id())});
+  }
+  return out;
+}
+
+inline std::string schema_metadata(const arrow::Schema& schema, const std::string& key) {
+  const auto md = schema.metadata();
+  if (!md) return "";
+  const int k = md->FindKey(key);
+  return k < 0 ? "" : md->value(k);
 }
 
 inline std::optional<std::int64_t> integer_at(const arrow::Array& a, std::int64_t i) {

@@ -62,20 +62,11 @@ class IpcFile final : public File {
  public:
   explicit IpcFile(std::shared_ptr<Input> in) : in_(std::move(in)), size_(in_->size()) {
     walk();
-    for (int k = 0; k < schema_->num_fields(); ++k) {
-      const auto& f = *schema_->field(k);
-      fields_.push_back(
-          {f.name(), f.type()->ToString(), bytes_child(*f.type()).has_value(), arrow::is_integer(f.type()->id())});
-    }
+    fields_ = fields_of(*schema_);
   }
 
   const std::vector<Field>& fields() const override { return fields_; }
-  std::string metadata(const std::string& key) const override {
-    const auto md = schema_->metadata();
-    if (!md) return "";
-    const int k = md->FindKey(key);
-    return k < 0 ? "" : md->value(k);
-  }
+  std::string metadata(const std::string& key) const override { return schema_metadata(*schema_, key); }
   std::int64_t rows() const override { return rows_; }
   int row_groups() const override { return static_cast<int>(blocks_.size()); }
   std::int64_t row_group_rows(int group) const override { return blocks_.at(static_cast<std::size_t>(group)).rows; }

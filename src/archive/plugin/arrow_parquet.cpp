@@ -28,20 +28,11 @@ class ArrowFile final : public File {
     } catch (const parquet::ParquetException& e) {
       throw std::runtime_error(e.what());
     }
-    for (int k = 0; k < schema_->num_fields(); ++k) {
-      const auto& f = *schema_->field(k);
-      fields_.push_back(
-          {f.name(), f.type()->ToString(), bytes_child(*f.type()).has_value(), arrow::is_integer(f.type()->id())});
-    }
+    fields_ = fields_of(*schema_);
   }
 
   const std::vector<Field>& fields() const override { return fields_; }
-  std::string metadata(const std::string& key) const override {
-    const auto md = schema_->metadata();
-    if (!md) return "";
-    const int k = md->FindKey(key);
-    return k < 0 ? "" : md->value(k);
-  }
+  std::string metadata(const std::string& key) const override { return schema_metadata(*schema_, key); }
   std::int64_t rows() const override { return meta_->num_rows(); }
   int row_groups() const override { return meta_->num_row_groups(); }
   std::int64_t row_group_rows(int group) const override { return meta_->RowGroup(group)->num_rows(); }
