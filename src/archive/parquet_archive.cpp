@@ -272,10 +272,38 @@ ParquetRow row_of(const pp::ImageColumn& images, std::int64_t r) {
   return {ParquetImage::bytes, sniff_format(b.first(std::min<std::size_t>(b.size(), 32))), b.size()};
 }
 
+// Refuses a footer that declares more rows than the file has bytes, before anything is read: Arrow
+// sizes its first buffers by the rows declared (a label column of a 848-byte footer declaring 2^28
+// rows took 512 MiB at once; fuzz/parquet_footer_fuzz). Every row holds an image of its own, so a
+// real file has many bytes a row; one with more rows than bytes is damaged or made to harm.
+void check_rows_declared(const OpenFile& f) {
+  const std::uint64_t bytes = f.source->size();
+  const auto refuse = [&](const std::string& what, std::int64_t rows) {
+    refuse_bytes(f.display,
+                 what + " declaring " + std::to_string(rows) + " rows in a file of " + format_size(bytes) +
+                     " (more rows than bytes)",
+                 f.arrow);
+  };
+  const auto over = [&](std::int64_t rows) { return rows < 0 || static_cast<std::uint64_t>(rows) > bytes; };
+  if (over(f.file->rows())) refuse("a footer", f.file->rows());
+  std::uint64_t in_groups = 0;
+  for (int g = 0; g < f.file->row_groups(); ++g) {
+    const std::int64_t n = f.file->row_group_rows(g);
+    const std::string group = std::string(f.arrow ? "record batch " : "row group ") + std::to_string(g);
+    if (over(n)) refuse(group, n);
+    in_groups += static_cast<std::uint64_t>(n);
+    if (in_groups > bytes) refuse("row groups 0 to " + std::to_string(g), static_cast<std::int64_t>(in_groups));
+  }
+}
+
 // What open_file() learns of `f`'s rows, read from the file itself: the label column, then every
 // row group's images (the cost the index cache saves).
 ParquetRowIndex read_row_index(const OpenFile& f) {
   ParquetRowIndex index;
+  guarded(f.display, f.arrow, [&] {
+    check_rows_declared(f);
+    return 0;
+  });
   if (f.label_field >= 0) {
     index.labels = guarded(f.display, f.arrow, [&] { return f.file->integers(f.label_field); });
     if (static_cast<std::int64_t>(index.labels.size()) != f.file->rows())

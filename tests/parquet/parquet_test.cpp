@@ -445,7 +445,8 @@ TEST_F(ParquetIndexCache, TheDatasetOfACachedOpenIsTheSame) {
 }
 
 // A file of 1,390 bytes (found by parquet_fuzz) whose pages declare 256 GiB: Arrow's reader asked
-// for it (pyarrow's read_table reached 20 GB of memory). The reader's memory is capped instead.
+// for it (pyarrow's read_table reached 20 GB of memory). The reader's memory is capped, and the
+// file is now refused earlier still, by the rows its footer declares.
 TEST(ParquetHostile, DeclaredSizesBeyondTheCapAreRefusedWithoutTheMemory) {
   const std::string file = std::string(FRUGAL_SOURCE_DIR) + "/tests/parquet/data/declares_256g.parquet";
   rusage before{}, after{};
@@ -457,7 +458,11 @@ TEST(ParquetHostile, DeclaredSizesBeyondTheCapAreRefusedWithoutTheMemory) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid);
     const std::string m = e.what();
     EXPECT_NE(m.find(file + ": expected a parquet file Arrow reads"), std::string::npos) << m;
-    EXPECT_NE(m.find("more than the 1 GiB one row group may take"), std::string::npos) << m;
+    // Since the row-count check (parquet_footer_fuzz's 848-byte footer), refused before its pages
+    // are read: its row group also declares 78,753,044,528 rows.
+    EXPECT_NE(m.find("row group 0 declaring 78753044528 rows in a file of 1.36 KiB (more rows than bytes)"),
+              std::string::npos)
+        << m;
   }
   ::getrusage(RUSAGE_SELF, &after);
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024) << "KiB more at the peak";
@@ -543,6 +548,22 @@ TEST_F(ParquetTest, AListDeclaringMoreElementsThanItsBytesIsRefusedBeforeItIsAll
   EXPECT_NE(m.find("a list of 1000000 elements in 0 bytes"), std::string::npos) << m;
   // 64 MiB as above: in a process of its own (ctest runs each test so) the peak also holds the
   // Arrow plugin's first load, ~20 MB; the old way took 700 MB.
+  EXPECT_LT(grown, 64 * 1024) << "KiB more at the peak";
+}
+
+// A footer of 848 bytes (found by parquet_footer_fuzz) declaring 2^28 rows: Arrow reserved 512 MiB
+// for the label column's levels at once. Refused before any column is read: more rows than bytes.
+TEST_F(ParquetTest, AFooterDeclaringMoreRowsThanTheFileHasBytesIsRefusedBeforeAColumnIsRead) {
+  const std::string file = at("rows_over_bytes.parquet");
+  const std::string footer =
+      testing::read_all(std::string(FRUGAL_SOURCE_DIR) + "/fuzz/corpus/parquet_footer/rows_over_bytes.footer");
+  ASSERT_EQ(footer.size(), 848u);
+  testing::write(file, parquet_of_footer(footer));
+  const auto [e, grown] = open_refused(file);
+  EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
+  const std::string m = e.what();
+  EXPECT_NE(m.find(file + ": expected a parquet file Arrow reads"), std::string::npos) << m;
+  EXPECT_NE(m.find("(more rows than bytes)"), std::string::npos) << m;
   EXPECT_LT(grown, 64 * 1024) << "KiB more at the peak";
 }
 
