@@ -72,6 +72,22 @@ def _size_text(v, name):
                  f"give e.g. {name}=\"1G\"")
 
 
+def _patterns(v, name):
+    """A keyword of files (exclude=): one path or glob, or a list of them, as the CLI's repeated flag."""
+    if v is None:
+        return []
+    if isinstance(v, (str, bytes, os.PathLike)):
+        v = [v]
+    try:
+        items = list(v)
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(p, (str, os.PathLike)) for p in items):
+        raise _error("usage", f"{name}=: expected a path inside the data or a glob, or a list of them, found {v!r}; "
+                     f"give e.g. {name}=[\"train/cat/bad.jpg\", \"*.txt\"]")
+    return [os.fspath(p) for p in items]
+
+
 # What the core notes when a loader opens its data (its size and classes, "validating on a stable
 # 5%") is said once per data and line in a process: a notebook that makes loaders in a loop sees it
 # once, not on every pass. The core keeps those lines for us (Loader.notes: caught on the thread
@@ -114,6 +130,17 @@ class Loader:
     An image or array file larger than `max_file_bytes` (bytes, or a size such as "512M"; None:
     256 MiB) is skipped when DATA is opened and counted in the notes, as `frugal train
     --max-file-bytes` does: nothing that large is read into memory.
+
+    The label keywords are `frugal train`'s options (labels=, label_columns=, images_dir=, ...).
+    val_labels= (with val_label_columns=, val_images_dir=) is the validation data's own label file
+    (Tiny-ImageNet's val/val_annotations.txt, headerless: labels_header="no"), for validation data of
+    its own (val= or DATA's val/ folder, not a split): labels= then labels the training data alone,
+    and the validation labels must be the training classes. exclude= is a file or glob inside the
+    data, or a list of them, never read (counted as "excluded" in `skipped`; '*' within a folder,
+    '**' across them, a name without '/' in any folder). label_kind= is CIFAR-100's "fine" (default,
+    100 classes) or "coarse" (20 superclasses). name_encoding= ("cp437", "gbk", ...) decodes entry names
+    that are not UTF-8 (class folders included); cache_decompressed=True decompresses a compressed tar
+    once into the cache folder ($FRUGAL_CACHE_DIR, else ~/.cache/frugal) and reads it from there.
     """
 
     def __init__(self, data, batch_size=64, image_size=224, train=True, seed=0, workers=2, val_split=None,
@@ -121,7 +148,8 @@ class Loader:
                  shuffle=None, drop_last=False, labels=None, label_pattern=None, label_columns=None,
                  images_dir=None, class_names=None, channels=0, data_root=None, max_bad_fraction=0.01,
                  prefetch=4, max_file_bytes=None, label_separator=None, labels_header="auto",
-                 labels_are_classes=False):
+                 labels_are_classes=False, val_labels=None, val_label_columns=None, val_images_dir=None,
+                 exclude=(), label_kind=None, name_encoding=None, cache_decompressed=False):
         info = torch.utils.data.get_worker_info()
         if info is not None:
             raise _error("usage", "frugal.Loader: expected the main process, found DataLoader worker "
@@ -140,7 +168,10 @@ class Loader:
             rank=-1 if rank is None else rank, world=-1 if world_size is None else world_size,
             max_file_bytes=_size_text(max_file_bytes, "max_file_bytes"),
             label_separator=_text(label_separator), labels_header=_text(labels_header),
-            labels_are_classes=bool(labels_are_classes))
+            labels_are_classes=bool(labels_are_classes), val_labels=_text(val_labels),
+            val_label_columns=_text(val_label_columns), val_images_dir=_text(val_images_dir),
+            exclude=_patterns(exclude, "exclude"), label_kind=_text(label_kind),
+            name_encoding=_text(name_encoding), cache_decompressed=bool(cache_decompressed))
         _say_new_lines(_text(data), self._core.notes)
         self.batch_size = batch_size
         self.image_size = image_size
@@ -182,6 +213,13 @@ class Loader:
     def num_samples(self):
         """Samples in this subset (all ranks together)."""
         return self._core.size
+
+    @property
+    def skipped(self):
+        """The files opening this subset's data left out, by reason ({"excluded": 1, "junk": 2, ...}),
+        as the notes count them: DATA's, or for subset="val" with validation data of its own (val=,
+        DATA's val/ folder) that data's. Undecodable images the loader meets later are not in it."""
+        return dict(self._core.skipped)
 
     @property
     def epoch(self):

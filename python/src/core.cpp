@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -119,9 +120,19 @@ struct LoaderArgs {
   std::string data, val, subset = "train", data_root;
   std::optional<double> val_split;  // None: 5% (said); 0: no validation
   DatasetOptions dataset;
+  TrainValOptions::ValLabels val_labels;  // the validation data's own labels (val_labels=, ...)
   LoaderOptions loader;
   int rank = -1, world = -1;  // -1: torchrun's environment
 };
+
+// The data options `frugal train` refuses as it parses them (train_options.cpp), refused here with
+// its words: the core takes them as given (label_kind is checked only on CIFAR data).
+void check_data_options(const DatasetOptions& d) {
+  if (!d.label_kind.empty() && d.label_kind != "fine" && d.label_kind != "coarse")
+    fail(ErrorKind::usage, "label_kind=", "one of fine, coarse", "\"" + d.label_kind + "\"", "");
+  for (const std::string& pattern : d.exclude)
+    if (pattern.empty()) fail(ErrorKind::usage, "exclude=", "a path inside the data or a glob", "\"\"", "");
+}
 
 class PyLoader : OwnedByProcess {
  public:
@@ -151,14 +162,20 @@ class PyLoader : OwnedByProcess {
     if (rank >= world)
       fail(ErrorKind::usage, "rank=", "a rank below world_size " + std::to_string(world), std::to_string(rank), "");
     a.loader.shard = Shard{rank, world};
+    check_data_options(a.dataset);
     TrainValOptions o;
     o.data = a.data;
     o.val = a.val;
     o.val_split = a.val_split;
     o.data_root = a.data_root;
     o.dataset = a.dataset;
+    o.val_labels = a.val_labels;
     TrainVal tv = open_train_val(o);
     dataset_ = a.subset == "train" ? tv.train : tv.val;
+    // Validation data of its own (val=, a val/ folder) has its own skips; one split off DATA was
+    // opened with DATA, whose skips are its skips too.
+    const bool own_val = a.subset == "val" && !tv.decided.contains("val_split");
+    skipped_ = own_val ? tv.val_skipped : tv.skipped;
     classes_ = tv.classes;
     options_ = a.loader;
     loader_ = std::make_unique<Loader>(dataset_, options_);
@@ -189,6 +206,7 @@ class PyLoader : OwnedByProcess {
   std::size_t size() const { return dataset_->size(); }
   int channels() const { return dataset_->channels(); }
   const std::vector<std::string>& classes() const { return classes_; }
+  const std::map<std::string, std::uint64_t>& skipped() const { return skipped_; }
   bool multi_label() const { return dataset_->multi_label(); }
   std::uint64_t samples_seen() const { return loader_->samples_seen(); }
   std::uint64_t samples_bad() const { return loader_->samples_bad(); }
@@ -198,6 +216,7 @@ class PyLoader : OwnedByProcess {
  private:
   std::shared_ptr<Dataset> dataset_;
   std::vector<std::string> classes_;
+  std::map<std::string, std::uint64_t> skipped_;  // files opening this subset's data left out, by reason
   LoaderOptions options_;
   std::unique_ptr<Loader> loader_;
   std::vector<std::string> notes_;
@@ -447,7 +466,9 @@ PYBIND11_MODULE(_core, m) {
                        int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
                        bool drop_last, bool pin_memory, int prefetch, int rank, int world,
                        std::optional<std::string> max_file_bytes, std::string label_separator,
-                       std::string labels_header, bool labels_are_classes) {
+                       std::string labels_header, bool labels_are_classes, std::string val_labels,
+                       std::string val_label_columns, std::string val_images_dir, std::vector<std::string> exclude,
+                       std::string label_kind, std::string name_encoding, bool cache_decompressed) {
              LoaderArgs a;
              a.data = std::move(data);
              a.val = std::move(val);
@@ -460,6 +481,11 @@ PYBIND11_MODULE(_core, m) {
              a.dataset.label_separator = std::move(label_separator);
              a.dataset.labels_header = std::move(labels_header);
              a.dataset.labels_are_classes = labels_are_classes;
+             a.val_labels = {std::move(val_labels), std::move(val_label_columns), std::move(val_images_dir)};
+             a.dataset.exclude = std::move(exclude);
+             a.dataset.label_kind = std::move(label_kind);
+             a.dataset.name_encoding = std::move(name_encoding);
+             a.dataset.cache_decompressed = cache_decompressed;
              a.dataset.images_dir = std::move(images_dir);
              a.dataset.class_names = std::move(class_names);
              a.dataset.channels = channels;
@@ -484,13 +510,16 @@ PYBIND11_MODULE(_core, m) {
            py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"), py::arg("shuffle"),
            py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"),
            py::arg("max_file_bytes"), py::arg("label_separator") = "", py::arg("labels_header") = "auto",
-           py::arg("labels_are_classes") = false)
+           py::arg("labels_are_classes") = false, py::arg("val_labels") = "", py::arg("val_label_columns") = "",
+           py::arg("val_images_dir") = "", py::arg("exclude") = std::vector<std::string>{}, py::arg("label_kind") = "",
+           py::arg("name_encoding") = "", py::arg("cache_decompressed") = false)
       .def("start", &PyLoader::start, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::next)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
       .def_property_readonly("size", &PyLoader::size)
       .def_property_readonly("channels", &PyLoader::channels)
       .def_property_readonly("classes", &PyLoader::classes)
+      .def_property_readonly("skipped", &PyLoader::skipped)
       .def_property_readonly("multi_label", &PyLoader::multi_label)
       .def_property_readonly("samples_seen", &PyLoader::samples_seen)
       .def_property_readonly("samples_bad", &PyLoader::samples_bad)
