@@ -461,7 +461,8 @@ std::vector<Row> make_rows() {
   add({"fresh", nullptr, "start over even if the run folder holds a checkpoint", Kind::flag, false, false,
        [](TrainConfig& c, const std::string& t) { return flag(c.fresh, t); }, nullptr});
   add({"extend", nullptr,
-       "go on with a finished or stopped run to a larger --epochs, optimizer state kept: a new cosine tail "
+       "go on with a finished or stopped run to a larger --epochs (or, for a run planned by --time-budget, a "
+       "larger --time-budget), optimizer state kept: a new cosine tail "
        "from the step it reached (peak: --lr when changed, else the current learning rate, or a tenth of the "
        "run's --lr when its schedule had ended)",
        Kind::flag, false, false, [](TrainConfig& c, const std::string& t) { return flag(c.extend, t); }, nullptr});

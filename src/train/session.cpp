@@ -108,6 +108,7 @@ class Session {
   void start_watchdog();
   void check_resume_learns_the_same();
   bool check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
+  bool check_budget_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
   void start_tail(const RunState& saved, double saved_peak);
   void start_together();
   void make_loaders();
@@ -155,6 +156,7 @@ class Session {
   void start_time_budget();
   void update_plan(bool after_eval);
   void replan_for_new_budget();
+  void extend_plan();
   EvalResult evaluate_epoch(double& secs);
   void add_multi_label_figures(const EvalResult& e);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
@@ -586,15 +588,40 @@ void Session::check_resume_learns_the_same() {
 // whether a new tail starts here.
 bool Session::check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const {
   const std::string where = (run_dir_ / resume_->file.filename()).string();
-  if (c_.epochs_auto() || (ck.config.contains("epochs") && !ck.config["epochs"].is_number_integer()))
-    fail(ErrorKind::usage, where, "{extend} with a number of epochs", "a run planned by {time_budget}",
-         "extending a time-budget run is not built yet: give the budget it had to finish it, or add {fresh}");
+  const bool was_auto = ck.config.contains("epochs") && !ck.config["epochs"].is_number_integer();
+  if (c_.epochs_auto() != was_auto)
+    fail(ErrorKind::usage, where, was_auto ? "{extend} with a larger {time_budget}" : "{extend} with a larger {epochs}",
+         was_auto ? "{epochs} given to a run planned by {time_budget}" : "{time_budget} given to a run of epochs",
+         was_auto ? "keep {epochs} auto and give a larger {time_budget}" : "give a larger {epochs}");
+  if (was_auto) return check_budget_extension(ck, changes);
   const std::int64_t had = ck.config.value("epochs", std::int64_t{0});
   if (c_.epochs == had && ck.schedule.contains("tail")) return false;  // an extension under way
   if (c_.epochs <= had)
     fail(ErrorKind::usage, where, "more epochs than the run's " + std::to_string(had) + " to {extend} it to",
          "{epochs} " + std::to_string(c_.epochs), "give a larger {epochs}, e.g. {epochs} " + std::to_string(had + 5));
   std::erase_if(changes, [](const std::string& c) { return c.starts_with("epochs: ") || c.starts_with("lr: "); });
+  return true;
+}
+
+// --extend of a run planned by --time-budget: the budget (the whole run's, all sessions together)
+// must be larger than the one its checkpoint was planned for; the same budget again, once the
+// extension has saved, resumes it.
+bool Session::check_budget_extension(const Checkpoint& ck, std::vector<std::string>& changes) const {
+  const std::string where = (run_dir_ / resume_->file.filename()).string();
+  const auto& plan = ck.schedule.contains("time_budget") ? ck.schedule["time_budget"] : nlohmann::json();
+  if (!plan.is_object() || !plan.contains("budget_seconds") || !plan["budget_seconds"].is_number())
+    fail(ErrorKind::invalid, where, "the time budget the run was planned for", "none in the checkpoint",
+         "the checkpoint is damaged: remove it to resume from an older one");
+  const double had = plan["budget_seconds"].get<double>();
+  const double now = static_cast<double>(c_.time_budget.seconds.count());
+  if (now == had && ck.schedule.contains("tail")) return false;  // an extension under way
+  if (now <= had)
+    fail(ErrorKind::usage, where,
+         "a time budget larger than the run's " + format_duration(std::chrono::seconds(std::llround(had))) +
+             " to {extend} it to (the whole run's, every session together)",
+         "{time_budget} " + c_.time_budget.text,
+         "give a larger {time_budget}, e.g. " + format_duration(std::chrono::seconds(std::llround(had * 1.5))));
+  std::erase_if(changes, [](const std::string& c) { return c.starts_with("lr: "); });
   return true;
 }
 
@@ -618,13 +645,13 @@ void Session::start_tail(const RunState& saved, double saved_peak) {
   }
   t.warmup = t.peak > t.from_lr ? std::llround(c_.warmup_fraction * static_cast<double>(total_steps_ - t.start)) : 0;
   tail_ = t;
+  const std::string span = c_.epochs_auto() ? "the time budget " + c_.time_budget.text + ", re-planned as it goes"
+                                            : std::to_string(c_.epochs) + " epochs";
   char line[200];
-  std::snprintf(line, sizeof line,
-                "extending the run from step %lld to %lld (%d epochs): learning rate %.3g -> %.3g over %lld steps, "
-                "then a cosine to 0 (",
-                static_cast<long long>(t.start), static_cast<long long>(total_steps_), c_.epochs, t.from_lr, t.peak,
-                static_cast<long long>(t.warmup));
-  note(line + why + ")");
+  std::snprintf(line, sizeof line, "learning rate %.3g -> %.3g over %lld steps, then a cosine to 0 (", t.from_lr,
+                t.peak, static_cast<long long>(t.warmup));
+  note("extending the run from step " + std::to_string(t.start) + " to " + std::to_string(total_steps_) + " (" + span +
+       "): " + line + why + ")");
 }
 
 // Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
@@ -1041,9 +1068,11 @@ Collective::StepPlan Session::agree_on_step(const NextStep& next) {
   const bool last_of_epoch =
       step_in_epoch_ + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
   const bool stop = should_stop(last_of_epoch);
-  last_lr_ = time_budget_ ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
-             : tail_
-                 ? tail_->lr(global_step_, total_steps_)
+  // An extension's tail goes first: a time budget's own schedule had ended where the tail starts
+  // (the tail's cosine follows the re-planned last step).
+  last_lr_ = tail_ ? tail_->lr(global_step_, total_steps_)
+             : time_budget_
+                 ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
                  : cosine_lr(c_.lr, global_step_,
                              std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
   agreed_from_ = env_.steady_now();
@@ -1246,7 +1275,10 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
     last_metrics_["gradient_comm_seconds"] = group_->gradient_seconds() - gradient_at_epoch_start_;
   }
   if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) last_metrics_["pipeline"] = figures;
-  log_->epoch(epoch, time_budget_ ? (total_steps_ + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
+  // A budget run's epochs: this one and those its steps left need (a run extended after a schedule
+  // that ended mid-epoch goes on in the loader's next epoch, so counting from step 0 undercounts).
+  const std::int64_t steps_left = std::max<std::int64_t>(0, total_steps_ - global_step_);
+  log_->epoch(epoch, time_budget_ ? epoch + 1 + (steps_left + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
   append_metrics(last_metrics_.dump() + "\n");
   write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
@@ -1283,19 +1315,34 @@ void Session::start_time_budget() {
 }
 
 // A resume with another time budget re-plans before its first step, so that the plan said is the
-// one trained. A finished run is not continued to a larger budget (its schedule has annealed):
-// refused rather than "done" with the budget unused.
+// one trained. A finished run is continued to a larger budget only with --extend (a new tail: its
+// schedule has annealed): without it, refused rather than "done" with the budget unused.
 void Session::replan_for_new_budget() {
   const std::int64_t planned = time_budget_->total_steps();
+  if (new_tail_) return extend_plan();
   if (global_step_ >= planned && static_cast<double>(c_.time_budget.seconds.count()) > time_budget_->saved_budget())
     fail(ErrorKind::usage, (run_dir_ / resume_file_).string(),
          "a run with steps left in its plan to continue to a larger time budget",
          "a finished run: it ended its schedule at step " + std::to_string(global_step_) + " of its " +
              format_duration(std::chrono::seconds(std::llround(time_budget_->saved_budget()))) + " budget (" +
              c_.time_budget.text + " given now)",
-         "continuing a finished run is not supported yet: add {fresh} to train this run anew for " +
-             c_.time_budget.text + ", or give the budget it had to keep it as it is");
+         "add {extend} to go on with it to " + c_.time_budget.text +
+             " (a new learning-rate tail), {fresh} to "
+             "train this run anew for it, or give the budget it had to keep it as it is");
   update_plan(false);
+}
+
+// --extend to a larger time budget: the plan re-made for it (on the checkpoint's costs) must leave
+// room for more steps, or the extension is refused before anything changes (exit 4).
+void Session::extend_plan() {
+  update_plan(false);
+  if (total_steps_ > global_step_) return;
+  fail(ErrorKind::budget, (run_dir_ / resume_file_).string(),
+       "a time budget that leaves room for more steps after the " +
+           format_duration(std::chrono::seconds(std::llround(time_budget_->spent(0)))) + " the run has used",
+       c_.time_budget.text + ": no step fits at the run's measured costs (" + time_budget_->summary(global_batch()) +
+           ")",
+       "give a larger {time_budget}");
 }
 
 // Plans once the first steps are timed, re-plans when the budget or the speed changed (see
@@ -1374,8 +1421,8 @@ SessionOutcome Session::train() {
   start_together();
   stop_->check_time_left();
   make_loaders();
-  if (extend_from_) start_tail(*extend_from_, saved_peak_);
   if (c_.epochs_auto()) start_time_budget();
+  if (extend_from_) start_tail(*extend_from_, saved_peak_);  // over the steps planned for the new budget
   if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
     check_free_space();  // a run with nothing left to train saves nothing
   if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;

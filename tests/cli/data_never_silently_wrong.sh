@@ -129,7 +129,7 @@ expect_exit "4: a run of a 6s budget finishes" 0 train tb --data two.zip --val-s
 steps=$(newest_step "$t/runs/tb")
 expect_exit "4: the finished run given 12s is refused" 2 train tb --data two.zip --val-split 0.25 --time-budget 12s
 expect_msg "4: ...saying it finished" "a finished run: it ended its schedule at step $steps of its 6s budget (12s given now)"
-expect_msg "4: ...that continuing is not supported yet" "continuing a finished run is not supported yet"
+expect_msg "4: ...that --extend goes on with it" "add --extend to go on with it"
 expect_no_msg "4: ...not done" "done in"
 expect_exit "4: the finished run given its own budget is done" 0 train tb --data two.zip --val-split 0.25 --time-budget 6s
 expect_exit "4: a finished run of 2 epochs given 3 is refused" 2 train vs0 --data two.zip --val-split 0 --epochs 3
