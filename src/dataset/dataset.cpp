@@ -9,6 +9,7 @@
 #include "dataset/dataset_shared.h"
 #include "frugal/archive/archive.h"
 #include "frugal/archive/data_source.h"
+#include "frugal/archive/webdataset.h"
 #include "frugal/util/error.h"
 #include "frugal/util/hash.h"
 #include "frugal/util/progress.h"
@@ -94,6 +95,41 @@ std::optional<SplitFolders> find_split_folders(const Archive& a) {
 // data_source.cpp reads as one parquet set) with two splits or more among their names.
 std::optional<SplitFiles> dataset_dict_split_files(const std::filesystem::path& path);
 
+// Files of one set named as splits elsewhere than first (mnist_train.parquet and
+// mnist_test.parquet; shards-train-000.tar and shards-test-000.tar): read as one set, the test
+// rows would train. Exit 2 naming {data}, which says which files to read.
+// Which split a file name names by a word of it ("mnist_test.parquet": 't'; 'v' validation,
+// 'T' train), else 0.
+char split_word(const std::string& name) {
+  char seen = 0;
+  std::string word;
+  for (const char c : lower(name) + ".") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += c;
+      continue;
+    }
+    if (word == "train" || word == "training") seen = 'T';
+    if (!seen && (word == "test" || word == "testing")) seen = 't';
+    if (!seen && (word == "val" || word == "valid" || word == "validation")) seen = 'v';
+    word.clear();
+  }
+  return seen;
+}
+
+void refuse_split_named_set(const std::string& data, const std::vector<std::string>& names, const std::string& glob) {
+  std::string train, other;
+  for (const std::string& n : names) {
+    const char w = split_word(std::filesystem::path(n).filename().string());
+    if (w == 'T') train = n;
+    if (w == 't' || w == 'v') other = n;
+  }
+  if (train.empty() || other.empty()) return;
+  fail(ErrorKind::usage, data, "the files of one split, or files named by split (train-*, validation-*, test-*)",
+       "files named as two splits, " + std::filesystem::path(train).filename().string() + " and " +
+           std::filesystem::path(other).filename().string() + ", read as one set (the test rows would train)",
+       "give the files to train on as a glob: {data} '" + glob + "'");
+}
+
 std::optional<SplitFiles> find_split_files(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -129,7 +165,10 @@ std::optional<SplitFiles> find_split_files(const std::filesystem::path& path) {
     std::string& list = k == 0 ? f.train : k == 1 ? f.validation : f.test;
     list += (list.empty() ? "" : ", ") + n;
   }
-  if ((prefix[0].empty() ? 0 : 1) + (prefix[1].empty() ? 0 : 1) + (prefix[2].empty() ? 0 : 1) < 2) return std::nullopt;
+  if ((prefix[0].empty() ? 0 : 1) + (prefix[1].empty() ? 0 : 1) + (prefix[2].empty() ? 0 : 1) < 2) {
+    refuse_split_named_set(path.string(), names, (path / ("*train*" + ext)).string());
+    return std::nullopt;
+  }
   if (prefix[0].empty() || !unnamed.empty())
     fail(ErrorKind::usage, path.string(), "parquet files of a train split (train-*.parquet) beside the others",
          prefix[0].empty() ? "validation or test files only" : "split files and " + unnamed + ", of no split",
@@ -268,6 +307,9 @@ std::shared_ptr<Dataset> Dataset::open(const std::filesystem::path& path, const 
   ao.decompressed_max_bytes = options.decompressed_max_bytes;
   const bool val = options.split == SplitFolder::validation;
   d->split_files = options.root.empty() ? find_split_files(path) : std::nullopt;
+  // A glob of shards, parquet or Arrow files that names no split itself ('shards/*.tar').
+  if (is_shard_pattern(path.string()) && !split_word(path.filename().string()))
+    refuse_split_named_set(path.string(), expand_shard_pattern(path.string()), "DIR/*train*");
   std::filesystem::path read = path;
   // Their rows are named by file name, as the folder's are: no split folder prefixes them.
   if (const auto& files = d->split_files) read = files->glob[!val ? 0 : !files->validation.empty() ? 1 : 2];
@@ -322,6 +364,9 @@ const std::string& Dataset::split_folder() const { return shared_->split_folder;
 const std::string& Dataset::validation_folder() const { return shared_->validation_folder; }
 const std::optional<SplitFiles>& Dataset::split_files() const { return shared_->split_files; }
 const std::string& Dataset::taken_by_bytes() const { return shared_->taken_by_bytes; }
+const char* Dataset::reader() const { return shared_->archive->format(); }
+const std::string& Dataset::label_source() const { return shared_->label_source; }
+const std::string& Dataset::labels_read() const { return shared_->labels_read; }
 
 std::shared_ptr<Dataset> Dataset::subset(std::vector<std::size_t> indices) const {
   for (auto& i : indices) {

@@ -55,6 +55,7 @@ struct DatasetShared {
   std::string split_folder, validation_folder;  // Dataset::split_folder()
   std::optional<SplitFiles> split_files;        // Dataset::split_files()
   std::string taken_by_bytes;                   // Dataset::taken_by_bytes()
+  std::string label_source, labels_read;        // Dataset::label_source(), labels_read()
 
   mutable std::mutex bad_mu;
   mutable SkipReport bad;

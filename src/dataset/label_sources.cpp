@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -561,6 +562,23 @@ std::string without_extension(const std::string& path) {
              : path.substr(0, dot);
 }
 
+// The shallowest labels.csv (any case) in the data, as layout.cpp finds it; nullopt when none.
+std::optional<std::string> labels_csv_in(const Archive& a) {
+  std::optional<std::string> best;
+  std::size_t depth = 0;
+  for (const ZipEntry& e : a.entries()) {
+    if (e.is_dir) continue;
+    std::string base = base_of(e.name);
+    for (char& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::size_t d = static_cast<std::size_t>(std::count(e.name.begin(), e.name.end(), '/'));
+    if (base == "labels.csv" && (!best || d < depth)) {
+      best = e.name;
+      depth = d;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesystem::path& data_path,
@@ -571,8 +589,15 @@ std::unique_ptr<CsvLabels> CsvLabels::open(const Archive& a, const std::filesyst
                         : !o.label_separator.empty() ? "{label_separator}"
                         : o.labels_header != "auto"  ? "{labels_header}"
                                                      : nullptr;
-    if (given) fail(ErrorKind::usage, given, "{labels} FILE beside it", "no {labels}", "give the CSV with {labels}");
-    return nullptr;
+    if (!given) return nullptr;  // a labels.csv in the data is read by layout.cpp's rule
+    // They say how to read a labels.csv found in the data: it is read as {labels} would name it.
+    if (const auto csv = labels_csv_in(a)) {
+      DatasetOptions with = o;
+      with.labels = *csv;
+      return open(a, data_path, with);
+    }
+    fail(ErrorKind::usage, given, "{labels} FILE beside it (or a labels.csv in the data)", "neither",
+         "give the CSV with {labels}");
   }
   if (!o.label_pattern.empty())
     fail(ErrorKind::usage, "{labels}", "one source of labels", "{labels} and {label_pattern}", "give one of them");

@@ -174,6 +174,7 @@ class CsvLabels {
   const std::vector<std::vector<std::uint32_t>>& tag_sets() const { return table_->tag_sets(); }
   // Whether `path` (relative to the data) is the CSV itself: not a sample, not counted.
   bool is_label_file(const std::string& path) const { return member_ && *member_ == path; }
+  const std::string& where() const { return where_; }  // the file, as messages name it
   std::string no_label_reason() const { return "no label (not in " + file_name_ + ")"; }
   // After every file was asked: ids whose image is missing under `scanned` (the split folder read,
   // "" for all the data) counted in `skips` and said in one line; when no id named any of `paths`

@@ -1,6 +1,7 @@
 // From archive entries to labelled samples: junk and non-images skipped and counted, labels from
 // a pattern, a labels.csv or class folders, and .npy members.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -254,7 +255,8 @@ std::string labels_name_for(std::string stem) {
 
 // Pairs each (N, H, W[, C]) uint8 array with the (N,) integer array whose name matches it
 // (x/y, images/labels, data/labels), or the only one of length N.
-void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<std::pair<std::string, Sample>>& out) {
+void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<std::pair<std::string, Sample>>& out,
+                 std::string& paired) {
   std::vector<LabelArray> label_arrays;
   std::vector<NpyArray> data_arrays;
   std::vector<std::size_t> data_entries;
@@ -290,6 +292,7 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
       ++same_n;
       if (npy_stem(l.name) == labels_name_for(npy_stem(arr.name))) match = &l;
     }
+    const bool by_name = match != nullptr;
     if (!match && same_n == 1)
       for (const auto& l : label_arrays)
         if (l.header.shape[0] == arr.header.shape[0]) match = &l;
@@ -297,6 +300,8 @@ void pair_arrays(DatasetShared& d, std::vector<Candidate>& arrays, std::vector<s
       count(d.open_skips, "no label (array without a matching labels array)", arr.name);
       continue;
     }
+    paired += (paired.empty() ? "" : ", ") + arr.name + " by " + match->name +
+              (by_name ? " (their names pair)" : " (the only labels array of its length)");
     // Labels that fail their CRC could be any labels: the array's samples are as damaged.
     if (arr.damage.empty() && !match->damage.empty()) arr.damage = match->name + ": " + match->damage;
     std::size_t index = d.arrays.size();
@@ -470,8 +475,20 @@ struct Labels {
 constexpr const char* kTagged = "(tags)";
 
 // Classes from labels.csv: a file's row is its path from the csv's folder, else from the root.
-Labels labels_from_csv(const Archive& a, const Entries& en) {
+// Labels that look like tag lists are refused as {labels}' are (CsvLabels::open): read as classes
+// they would train one class per combination of tags.
+Labels labels_from_csv(const Archive& a, const Entries& en, bool labels_are_classes) {
   auto table = read_labels_csv(a, *en.csv);
+  if (!labels_are_classes) {
+    std::set<std::string> distinct;
+    for (const auto& [path, label] : table) distinct.insert(label);
+    char sep = ' ';
+    if (const std::string tags = detail::tag_lists_seen({distinct.begin(), distinct.end()}, &sep); !tags.empty())
+      fail(ErrorKind::usage, a.display_name() + ":" + en.names[*en.csv], "one class per label", tags,
+           std::string("if each image has several tags (multi-label), give {label_separator} '") + sep +
+               "' (it reads this labels.csv as {labels} does); if each whole label is one class, add "
+               "{labels_are_classes}");
+  }
   std::vector<std::string> csv_dir = split_path(en.names[*en.csv]);
   csv_dir.pop_back();
   auto label_of = [&](const Candidate& f) {
@@ -500,6 +517,34 @@ Labels labels_from_reader(const EntryLabels& el, const Entries& en) {
   return out;
 }
 
+// The words of a folder name, lower-cased: "seg_train" -> seg, train.
+std::vector<std::string> name_words(const std::string& name) {
+  std::vector<std::string> words(1);
+  for (const char c : lower(name))
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      words.back() += c;
+    else if (!words.back().empty())
+      words.emplace_back();
+  return words;
+}
+
+// Class folders named as splits (seg_train/ and seg_test/, train_images/ and test_images/) are
+// no classes: trained on, a model would learn which split an image is from, test images included.
+// Exit 2 naming {data_root}, which says which one to train on.
+void refuse_split_like_classes(const DatasetShared& d, const std::vector<std::string>& classes) {
+  std::string train, other;
+  for (const std::string& c : classes)
+    for (const std::string& w : name_words(c)) {
+      if (w == "train" || w == "training") train = c;
+      if (w == "test" || w == "testing" || w == "val" || w == "valid" || w == "validation") other = c;
+    }
+  if (train.empty() || other.empty() || train == other) return;
+  fail(ErrorKind::usage, d.archive->display_name(), "class folders (one folder per class)",
+       "folders named as splits, \"" + printable(train) + "\" and \"" + printable(other) + "\", as its classes",
+       "give the folder to train on: {data_root} " + printable(train) + "/ (and {val} DATA:" + printable(other) +
+           "/ to validate on the other)");
+}
+
 Labels label_entries(DatasetShared& d, const Entries& en) {
   Labels out;
   if (!d.options.label_pattern.empty()) {
@@ -524,9 +569,10 @@ Labels label_entries(DatasetShared& d, const Entries& en) {
   } else if (const EntryLabels* el = reader_labels(d)) {
     out = labels_from_reader(*el, en);
   } else if (en.csv) {
-    out = labels_from_csv(*d.archive, en);
+    out = labels_from_csv(*d.archive, en, d.options.labels_are_classes);
   } else {
     out.files = folder_labels(en.files);
+    refuse_split_like_classes(d, out.files);
     const auto root = class_root(en.files);
     for (const auto& [f, why] : en.unusable) out.unusable.push_back(folder_class_of(root, f.parts));
   }
@@ -646,6 +692,58 @@ void assign_classes(DatasetShared& d, std::vector<std::pair<std::string, Sample>
   }
 }
 
+// What a reader's labels are, in words: the parquet column taken (and why that one), WebDataset
+// members, CIFAR's label lists.
+std::string reader_labels_read(const DatasetShared& d, const EntryLabels& el) {
+  const std::string format = d.archive->format();
+  if (format == "cifar")
+    return "CIFAR's " + el.column + " lists" +
+           (el.column == "fine_labels" && d.options.label_kind.empty()
+                ? spell_settings(" (the 100 fine labels; {label_kind} coarse takes the 20 superclasses)")
+                : std::string());
+  if (format != "parquet" && format != "arrow") return "each sample's .cls, .txt or .json member (WebDataset)";
+  if (el.column.empty()) return "none: its rows have no integer column";
+  return "column '" + el.column + "' of its rows" +
+         (el.column == "label" || el.column == "labels" ? "" : " (the first integer column: none is named label)") +
+         "; class names " +
+         (d.class_names             ? "from " + d.class_names->where
+          : !el.class_names.empty() ? std::string("from its ClassLabel metadata")
+                                    : spell_settings("are its integers ({class_names} names them)"));
+}
+
+// Where the labels came from and by which rule (Dataset::label_source(), labels_read()): what the
+// line at the start and the "data" record say of them.
+void describe_labels(DatasetShared& d, const Entries& en, const std::string& paired) {
+  const std::string data = d.archive->display_name();
+  const char* as_classes = d.options.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
+                                                        : ": each label one class (no label looked like a tag list)";
+  if (!d.options.label_pattern.empty()) {
+    d.label_source = "label_pattern";
+    d.labels_read = "group 1 of '" + d.options.label_pattern + "' ({label_pattern}) in each file's name, else its path";
+  } else if (d.csv_labels) {
+    d.label_source = "labels";
+    // {labels}, or the labels.csv in the data that {label_separator} and the like read as it;
+    // multi-label: how the tags were read is train_val.cpp's to say.
+    const std::string file = d.options.labels.empty() ? d.csv_labels->where() : d.options.labels;
+    d.labels_read = file + (d.csv_labels->multi_label() ? "" : as_classes);
+  } else if (const EntryLabels* el = reader_labels(d)) {
+    d.label_source = "reader";
+    d.labels_read = reader_labels_read(d, *el);
+  } else if (en.csv) {
+    d.label_source = "labels_csv";
+    d.labels_read = data + ":" + en.names[*en.csv] + " (a labels.csv found in the data, path,label rows)" + as_classes;
+  } else if (!en.files.empty() || paired.empty()) {
+    const auto root = class_root(en.files);
+    d.label_source = "class_folders";
+    d.labels_read = "class folders: the folders right below " +
+                    (root && !root->empty() ? data + ":" + join(*root, 0, root->size()) + "/" : "the top of " + data);
+  } else {
+    d.label_source = "arrays";
+  }
+  if (!paired.empty()) d.labels_read += (d.labels_read.empty() ? "" : "; ") + (".npy labels arrays: " + paired);
+  d.labels_read = spell_settings(d.labels_read);
+}
+
 }  // namespace
 
 void scan_layout(DatasetShared& d) {
@@ -663,7 +761,9 @@ void scan_layout(DatasetShared& d) {
   }
   const Labels labels = label_entries(d, entries);
   std::vector<std::pair<std::string, Sample>> labelled = labelled_files(d, entries, labels);
-  pair_arrays(d, entries.arrays, labelled);
+  std::string paired;  // which arrays label which
+  pair_arrays(d, entries.arrays, labelled, paired);
+  describe_labels(d, entries, paired);
   if (d.csv_labels && d.csv_labels->multi_label())
     assign_tags(d, labelled);
   else

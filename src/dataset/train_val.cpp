@@ -34,7 +34,7 @@ void record_multi_label(const TrainValOptions& o, const Dataset& all, TrainVal& 
   }
   const double mean = all.size() ? static_cast<double>(tags) / static_cast<double>(all.size()) : 0.0;
   const std::string& sep = o.dataset.label_separator;
-  out.decided["labels"] = o.dataset.labels + ": multi-label, " +
+  out.decided["labels"] = all.labels_read() + ": multi-label, " +
                           (sep.empty() ? "one 0/1 column per tag (" + o.dataset.label_columns + ")"
                                        : "tags separated by '" + sep + "' (label_separator)");
   out.decided["multi_label"] = {{"tags", all.classes().size()},
@@ -131,11 +131,10 @@ void check_val_labels(const TrainValOptions& o, const Dataset& val, const std::v
 
 // What config.json's "data" record says of the labels (whose they are, how they were read) and of
 // the files taken as images by their bytes.
-void record_labels(const TrainValOptions& o, TrainVal& out) {
-  if (!o.dataset.labels.empty())
-    out.decided["labels"] =
-        o.dataset.labels + (o.dataset.labels_are_classes ? ": each whole label one class (labels_are_classes set)"
-                                                         : ": each label one class (no label looked like a tag list)");
+void record_labels(const TrainValOptions& o, const Dataset& all, TrainVal& out) {
+  out.decided["reader"] = all.reader();
+  out.decided["label_source"] = all.label_source();
+  out.decided["labels"] = all.labels_read();
   if (!out.train->taken_by_bytes().empty()) out.decided["taken_by_bytes"] = out.train->taken_by_bytes();
   if (out.val && !out.val->taken_by_bytes().empty() && out.val->taken_by_bytes() != out.train->taken_by_bytes())
     out.decided["val_taken_by_bytes"] = out.val->taken_by_bytes();
@@ -223,8 +222,12 @@ TrainVal open_train_val(const TrainValOptions& o) {
   } else {
     split_off_validation(o, *all, out);
   }
-  record_labels(o, out);
+  record_labels(o, *all, out);
   record_multi_label(o, *all, out);
+  // What the labels are, said as the record says it (decided by a rule unless {labels} or
+  // {label_pattern} said it, and said then too: how the file was read).
+  note(o.data + ": labels: " + out.decided["labels"].get<std::string>() + " (read by its " +
+       out.decided["reader"].get<std::string>() + " reader)");
   if (out.train->size() == 0) fail(ErrorKind::invalid, o.data, "training images", "none", "check {data}");
   keep_as_utf8(out.decided);
   return out;

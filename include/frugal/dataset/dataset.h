@@ -144,6 +144,15 @@ class Dataset {
   // known kind): "12 files whose name does not say image (e.g. a/0001) are images by their bytes";
   // "" when none (docs/data.md, "Which files are images").
   const std::string& taken_by_bytes() const;
+  // The reader that opened the data (Archive::format(): "zip", "folder", "tar", "webdataset",
+  // "parquet", "arrow", "cifar"), and where the labels came from: label_source() one of
+  // "class_folders", "labels_csv" (a labels.csv found in the data), "labels" ({labels}),
+  // "label_pattern", "reader" (the reader's own: a parquet column, WebDataset members, CIFAR's
+  // batches), "arrays" (.npy labels arrays); labels_read() says it in words, the rule it followed
+  // included ("class folders: the folders right below the top of the data").
+  const char* reader() const;
+  const std::string& label_source() const;
+  const std::string& labels_read() const;
 
   std::shared_ptr<Dataset> subset(std::vector<std::size_t> indices) const;
   // {train, val}: a sample is in val when a hash of its entry name falls below `fraction`, so the
