@@ -205,6 +205,17 @@ std::vector<Row> make_rows() {
          return real(c.max_bad_fraction, t, 0, 1, false, "a fraction from 0 to 1");
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.max_bad_fraction; }});
+  add({"check_val", nullptr,
+       "auto (default): decode a validation set of at most 10,000 images once before training, so that a damaged "
+       "image is refused before any step (exit 3); off: found by the first evaluation (exit 75 after the epoch's "
+       "training is saved)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "auto" && t != "off") return choice({"auto", "off"});
+         c.check_val = t == "auto";
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.check_val ? "auto" : "off"; }});
   add({"channels", nullptr, "1 or 3 (default: as the data)", Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) -> std::string {
          if (t != "1" && t != "3") return "1 or 3";

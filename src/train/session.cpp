@@ -131,6 +131,9 @@ class Session {
   bool save_due(const Collective::StepPlan& plan);
   bool end_of_epoch(std::int64_t epoch, std::int64_t position);
   bool validation_too_bad(std::int64_t epoch, std::int64_t position);
+  std::pair<std::int64_t, std::int64_t> validation_bad_seen();
+  std::pair<std::string, std::string> bad_validation_files() const;
+  void check_validation_up_front();
   void write_epoch_events(const EvalResult& e);
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait);
@@ -1210,15 +1213,20 @@ void Session::write_epoch_events(const EvalResult& e) {
 // rank's shard. Past it the epoch's training is kept: saved at the epoch's end, before its
 // evaluation, so a rerun that leaves the files out (--exclude, named here) evaluates it again and
 // goes on; nothing of the epoch is trained twice. Returns true when the run stopped so.
-bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
+// Validation's undecodable images and images seen since its loader's start(), every rank's summed.
+std::pair<std::int64_t, std::int64_t> Session::validation_bad_seen() {
   std::vector<torch::Tensor> counts{torch::tensor({static_cast<std::int64_t>(val_loader_->samples_bad()),
                                                    static_cast<std::int64_t>(val_loader_->samples_seen())},
                                                   torch::kInt64)
                                         .to(device_)};
   group_->sum(counts);
   const auto c = counts[0].cpu();
-  const std::int64_t bad = c[0].item<std::int64_t>(), seen = c[1].item<std::int64_t>();
-  if (bad == 0 || static_cast<double>(bad) <= c_.max_bad_fraction * static_cast<double>(seen)) return false;
+  return {c[0].item<std::int64_t>(), c[1].item<std::int64_t>()};
+}
+
+// The undecodable validation files (the first 5 named) and the --exclude words that leave them out
+// (the first 20), for a message.
+std::pair<std::string, std::string> Session::bad_validation_files() const {
   const std::vector<std::string> files = val_->bad_files();
   std::string names, excludes;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -1226,10 +1234,43 @@ bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
     if (i < 20) excludes += " {exclude} " + shell_word(files[i]);
   }
   if (files.size() > 5) names += ", ... (" + std::to_string(files.size()) + " in all)";
+  if (files.size() > 20) excludes += " (and the rest)";
+  return {names, excludes};
+}
+
+// --check-val auto: a validation set of at most kCheckValMax images is decoded once before the
+// first step, so that a damaged file is refused before any training (exit 3, nothing written)
+// rather than found by the first evaluation (exit 75 after the epoch's training is saved).
+void Session::check_validation_up_front() {
+  constexpr std::size_t kCheckValMax = 10000;
+  if (!c_.check_val || val_->size() == 0 || val_->size() > kCheckValMax) return;
+  const auto t0 = env_.steady_now();
+  val_loader_->start(0, 0);
+  while (val_loader_->next()) {}
+  const auto [bad, seen] = validation_bad_seen();
+  const double secs = std::chrono::duration<double>(env_.steady_now() - t0).count();
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s", secs);
+  note("checked the " + count(val_->size(), "validation image", "validation images") + " before training (" + took +
+       ", {check_val} off leaves it to the first evaluation): " +
+       (bad == 0 ? std::string("all decode") : std::to_string(bad) + " undecodable"));
+  if (bad == 0 || static_cast<double>(bad) <= c_.max_bad_fraction * static_cast<double>(seen)) return;
+  const auto [names, excludes] = bad_validation_files();
+  fail(ErrorKind::invalid, c_.val.empty() ? c_.data + " (its validation images)" : c_.val,
+       "validation images that decode (at most {max_bad_fraction} " + std::to_string(c_.max_bad_fraction) +
+           " of them undecodable)",
+       std::to_string(bad) + " of " + std::to_string(seen) + " undecodable: " + names,
+       "nothing was trained: run the same command with" + excludes + " to leave them out (or replace them)");
+}
+
+bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
+  const auto [bad, seen] = validation_bad_seen();
+  if (bad == 0 || static_cast<double>(bad) <= c_.max_bad_fraction * static_cast<double>(seen)) return false;
+  const auto [names, excludes] = bad_validation_files();
   warn(std::to_string(bad) + " of " + std::to_string(seen) + " validation images are undecodable, more than " +
        "{max_bad_fraction} " + std::to_string(c_.max_bad_fraction) + " allows: " + names);
   stop_reason_ = "undecodable validation images";
-  resume_hint_ = "run the same command with" + excludes + (files.size() > 20 ? " (and the rest)" : "") +
+  resume_hint_ = "run the same command with" + excludes +
                  " to leave them out (or replace them), and it evaluates epoch " + std::to_string(epoch + 1) +
                  " again and continues";
   checkpoint(epoch, position, epoch, true);
@@ -1429,6 +1470,7 @@ SessionOutcome Session::train() {
   step_ = group_->make_step(*model_, *opt_.optimizer, *scaler_, step_options_);
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   say_plan();
+  check_validation_up_front();
 
   for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;

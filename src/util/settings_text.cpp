@@ -12,6 +12,7 @@ namespace {
 // house.messages) holds every "{key}" in src/ to this list and finds no "--flag" left in src/.
 constexpr std::string_view kKeys[] = {"amp",
                                       "channels",
+                                      "check_val",
                                       "class_names",
                                       "data",
                                       "decode",

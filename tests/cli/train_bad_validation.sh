@@ -4,6 +4,8 @@
 # validation's undecodable images count against --max-bad-fraction as training's do; past it the
 # epoch's training is saved (exit 75), the message names the file and the --exclude that leaves it
 # out, and that rerun evaluates the epoch again and continues without training any step twice.
+# A validation set of at most 10,000 images is decoded before training (--check-val auto): its bad
+# file is refused before any step (exit 3), nothing written.
 source "$(dirname "$0")/lib/common.sh"
 needs_python numpy PIL
 needs_commands frugal frugal-torch
@@ -25,7 +27,21 @@ open("val/c0/broken.jpg", "wb").write(b.getvalue()[:300])  # a JPEG cut short: 1
 PY
 args=(--data train --val val --model cnn --epochs 2 --batch-size 16 --run run)
 
+# A validation set this small is decoded before training (--check-val auto): refused before any step.
+expect_exit "a small validation set's bad file is refused before training" 3 frugal train "${args[@]}"
+expect_msg "...said checked" "checked the 21 validation images before training"
+expect_msg "...naming the file" "1 of 21 undecodable: c0/broken.jpg"
+expect_msg "...and the option that leaves it out" "nothing was trained: run the same command with --exclude 'c0/broken.jpg'"
+check "...no checkpoint written" '[ "$(newest_step run)" -eq 0 ]'
+expect_exit "with --exclude the check passes" 0 frugal train "${args[@]}" --exclude c0/broken.jpg --epochs 1 \
+  --run checked
+expect_msg "...said" "checked the 20 validation images before training"
+expect_msg "...all decode" "all decode"
+
+# Left to the first evaluation (--check-val off; a set over 10,000 images alike):
+args+=(--check-val off)
 expect_exit "validation's bad file stops the run resumable" 75 frugal train "${args[@]}"
+expect_no_msg "...not checked up front" "before training"
 expect_msg "...naming the file" "c0/broken.jpg"
 expect_msg "...and the option that leaves it out" "--exclude 'c0/broken.jpg'"
 steps=$(newest_step run)

@@ -98,7 +98,8 @@ struct TrainConfig {
   std::int64_t max_pixels = 89478485;
   SizeOption max_file_bytes;  // unset: kDefaultMaxFileBytes (DatasetOptions::max_file_bytes)
   double max_bad_fraction = 0.01;
-  int channels = 0;  // 0: as the data
+  bool check_val = true;  // --check-val auto: a small validation set is decoded before training
+  int channels = 0;       // 0: as the data
   ExifOrientation exif_orientation = ExifOrientation::apply;
   int epochs = 10, batch_size = 64, accum = 1, image_size = 0, workers = 2;  // epochs: with EpochsMode::fixed
   EpochsMode epochs_mode = EpochsMode::unset;
