@@ -1,5 +1,5 @@
 // The decoders behind decompress_tar() (frugal/archive/decompress.h) over bytes in memory, for the
-// fuzz target (fuzz/xz_fuzz.cpp): the same memory limits, the same errors.
+// fuzz target (fuzz/decompress_fuzz.cpp): the same memory limits, the same errors.
 #pragma once
 
 #include <cstdint>

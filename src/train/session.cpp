@@ -1330,7 +1330,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   return true;
 }
 
-// epochs auto: the steps are planned to fit the time budget (train/schedule.h); a resumed run
+// epochs auto: the steps are planned to fit the time budget (budget/time_budget.h); a resumed run
 // continues the plan its checkpoint holds.
 void Session::start_time_budget() {
   TimeBudget::Options o;

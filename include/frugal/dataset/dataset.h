@@ -11,7 +11,7 @@
 // Determinism: the sample order is a function of (seed, epoch) and each sample's augmentation of
 // (seed, epoch, sample index), so batches do not depend on the number of threads, and starting at
 // (epoch, position) replays nothing. With several processes (LoaderOptions::shard), each takes its
-// own slice of every global batch of that one order (src/data/sampler.h).
+// own slice of every global batch of that one order (frugal/dataset/sampler.h).
 #pragma once
 
 #include <cstdint>

@@ -44,7 +44,7 @@ struct LoaderOptions {
 };
 
 // The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch); every
-// rank of a sharded run reads the same one (src/data/sampler.cpp).
+// rank of a sharded run reads the same one (src/dataset/sampler.cpp).
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle);
 
 // Data read a row group at a time (parquet: Dataset::io_groups()) shuffled with locality, so that

@@ -26,7 +26,7 @@ struct ModelInfo {
   std::vector<float> mean, std;      // per-channel normalization of [0,1] pixels
   // name == kTorchScriptModel: the module file (absolute) and its SHA-256, which the weights are for.
   std::string module_file, module_sha256;
-  // Multi-label (trained on tag lists, docs/training.md "Multi-label"): each output is a tag of its
+  // Multi-label (trained on tag lists, docs/cli.md, --label-separator): each output is a tag of its
   // own, its probability the sigmoid of its logit; a tag is predicted when that reaches its
   // threshold: thresholds[c] (tuned on validation, --tune-thresholds), else one for all.
   bool multi_label = false;

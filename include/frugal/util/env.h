@@ -1,5 +1,5 @@
 // The seam between frugal and the operating system for everything it writes and every clock it
-// reads (leveldb's include/leveldb/env.h): file writes and appends, fsync, rename, folder creation
+// reads (as leveldb's Env class): file writes and appends, fsync, rename, folder creation
 // and sync, removal, free space and the clocks. Production code uses Env::real(); tests pass a
 // FaultEnv-style wrapper (tests/budget/fault_env.h) that fails the N-th operation or reports a
 // full disk, so crash and disk-full paths run without a real disk filling and deadlines and
