@@ -5,9 +5,10 @@
 # with scikit-learn's average_precision_score on predict's probabilities; predict --csv writes the
 # tags space-separated as Kaggle takes them and matches the truth; --tune-thresholds stores per-class
 # thresholds with the model; the ONNX export and compress keep the head; a multi-label model on
-# data of one class per image is refused (exit 2) rather than scored by the wrong rule.
+# data of one class per image is refused (exit 2) rather than scored by the wrong rule; a stopped
+# run resumes exactly, and a time budget plans it as any other.
 source "$(dirname "$0")/lib/common.sh"
-needs_python numpy PIL sklearn onnx
+needs_python numpy PIL sklearn onnx safetensors torch
 needs_commands frugal frugal-torch
 keep_going
 cd "$t"
@@ -120,6 +121,31 @@ if [[ -n $torchrun ]]; then
       '"$py" -c "import json,sys; m=[json.loads(l) for l in open(\"runp/metrics.jsonl\") if \"val_mean_ap\" in l][-1]; sys.exit(0 if m[\"val_samples\"] == 93 and m[\"val_mean_ap\"] >= 0.9 else 1)"'
   done
 fi
+
+# Exact resume: a multi-label run stopped by SIGTERM once a checkpoint is saved mid-epoch, then the
+# same command again, ends with the weights of the run that was not stopped (--deterministic).
+det=(--data ds "${ml[@]}" --model cnn --epochs 2 --batch-size 16 --val-split 0.2 --deterministic --device cpu
+     --workers 1 --seed 5 --save-every 4steps --keep-last 2)
+expect_exit "a deterministic multi-label run" 0 frugal train "${det[@]}" --run ra
+pid=
+on_exit '[[ -n $pid ]] && kill -KILL $pid 2>/dev/null'
+frugal train "${det[@]}" --run rb > /dev/null 2> rb.log &
+pid=$!
+deadline=$((SECONDS + 120))
+until (($(newest_step rb) >= 8)) || ((SECONDS > deadline)); do sleep 0.05; done
+kill -TERM $pid
+wait $pid
+rc=$?
+pid=
+check "...the same run stopped mid-way (exit 75)" '[ $rc -eq 75 ] && (($(newest_step rb) < $(newest_step ra)))'
+expect_exit "...resumed with the same command" 0 frugal train "${det[@]}" --run rb
+expect_msg "...from its checkpoint" "resuming from"
+check "...ends with the uninterrupted run's weights" 'same_weights ra rb'
+
+# A time budget plans a multi-label run as any other.
+expect_exit "a multi-label run to a time budget" 0 frugal train --data ds "${ml[@]}" --model cnn --batch-size 32 \
+  --val-split 0.2 --time-budget 15s --run rt
+check "...evaluated by mean AP" '"$py" -c "import json,sys; m=[json.loads(l) for l in open(\"rt/metrics.jsonl\") if \"val_mean_ap\" in l]; sys.exit(0 if m else 1)"'
 
 # Data of one class per image for a multi-label model: refused, naming the options that give tags.
 mkdir -p one/bar one/square
