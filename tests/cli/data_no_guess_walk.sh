@@ -133,13 +133,14 @@ train() {  # train RUN [OPTIONS...]: the cnn, one epoch
 walk() {
   local name=$1 reader=$2 source=$3
   shift 3
+  local options="$*"
   n=$((n + 1))
   expect_exit "$name: trains" 0 train "w$n" "$@"
   cp "$t/err" "$t/w$n.err"
   expect_exit "$name: --json" 0 train "w$n" "$@" --json
   echo "$reader $source" >>"$t/covered"
   check "$name: reader $reader, labels from $source, said in a line, in --json and in config.json alike" \
-    '"$py" - "$t/out" "$t/runs/w$n/config.json" "$t/w$n.err" "$reader" "$source" "$*" <<'"'"'PY'"'"'
+    '"$py" - "$t/out" "$t/runs/w$n/config.json" "$t/w$n.err" "$reader" "$source" "$options" <<'"'"'PY'"'"'
 import json, sys
 out, config, err, reader, source, options = sys.argv[1:]
 d, c, said = json.load(open(out))["data"], json.load(open(config))["data"], open(err).read()
