@@ -175,6 +175,8 @@ walk "folder, --labels" folder labels --data flat --labels train.csv --images-di
 walk "folder, --labels multi-label" folder labels --data flat --labels tags.csv --images-dir img/ --label-separator ' '
 walk "zip, its labels.csv read with --label-separator" zip labels --data tags_csv.zip --label-separator ' '
 expect_json "...read as --labels reads it: multi-label, 5 tags" 'd["data"]["multi_label"]["tags"] == 5 and d["data"]["labels"].startswith("tags_csv.zip:labels.csv: multi-label")'
+walk "zip, a labels.csv of tag-like labels, --labels-are-classes" zip labels_csv --data tags_csv.zip --labels-are-classes
+expect_json "...each whole label one class, recorded" '"labels_are_classes set" in d["data"]["labels"] and d["classes"] == 12'
 walk "zip, --label-pattern" zip label_pattern --data pattern.zip --label-pattern '^([a-z]+)_'
 walk "zip, .npy arrays" zip arrays --data arrays.zip
 expect_msg "...said: which array labels which" "x_train.npy by y_train.npy (their names pair)" "$t/w$n.err"
