@@ -541,8 +541,9 @@ void refuse_split_like_classes(const DatasetShared& d, const std::vector<std::st
   if (train.empty() || other.empty() || train == other) return;
   fail(ErrorKind::usage, d.archive->display_name(), "class folders (one folder per class)",
        "folders named as splits, \"" + printable(train) + "\" and \"" + printable(other) + "\", as its classes",
-       "give the folder to train on: {data_root} " + printable(train) + "/ (and {val} DATA:" + printable(other) +
-           "/ to validate on the other)");
+       "name the folder to read: " + printable(d.archive->display_name()) + ":" + printable(train) + "/ ({data_root} " +
+           printable(train) + "/ in train; " + printable(d.archive->display_name()) + ":" + printable(other) +
+           "/ to validate or evaluate on the other)");
 }
 
 Labels label_entries(DatasetShared& d, const Entries& en) {

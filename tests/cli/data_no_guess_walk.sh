@@ -196,9 +196,12 @@ refuse "parquet files named as two splits" "give the files to train on as a glob
 refuse "Arrow files named as two splits" "give the files to train on as a glob: --data" --data ar
 refuse "a shard glob over train and test shards" "give the files to train on as a glob: --data" --data 'wds/*.tar'
 expect_exit "a shard glob naming its split reads" 0 train wdstrain --data 'wds/train-*.tar' --json
-refuse "class folders named as splits (folder)" "--data-root seg_train/" --data segs
-refuse "class folders named as splits (zip)" "--data-root seg_train/" --data segs.zip
 expect_exit "...--data-root decides" 0 train segroot --data segs --data-root seg_train/ --json
+refuse "class folders named as splits (folder)" "name the folder to read: segs:seg_train/ (--data-root seg_train/" --data segs
+refuse "class folders named as splits (zip)" "segs.zip:seg_train/ (--data-root seg_train/ in train; segs.zip:seg_test/" --data segs.zip
+expect_exit "...DATA:seg_train/ decides too" 0 train segsub --data segs:seg_train/ --json
+expect_exit "...eval is refused alike" 2 frugal eval "$t/runs/segroot" --data segs
+expect_msg "...naming the folder to read" "name the folder to read: segs:seg_train/"
 refuse "tag lists in --labels" "give --label-separator ' '" --data flat --labels tags.csv --images-dir img/
 refuse "tag lists in --val-labels" "give --label-separator ' '" --data flat --labels train.csv --images-dir img/ \
   --val flat --val-labels tags.csv --val-images-dir img/
