@@ -5,6 +5,7 @@
 # make sanitize - the torch-free unit tests under ASan+UBSan and TSan (scripts/sanitize.sh)
 # make tidy  - clang-tidy over the torch-free code (scripts/tidy.sh; its compile database in build-tidy/)
 # make python - install the Python package frugal into .venv, built against its torch (docs/python.md)
+# make wheel - a binary wheel of frugal for .venv's torch in dist/ (scripts/make_wheel.sh; docs/python.md)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -12,7 +13,7 @@ CMAKE_FLAGS ?=
 # built by `make test` and `make bench`.
 DEMO_TARGETS = frugal frugal-torch
 
-.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy python clean
+.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy python wheel clean
 
 all: build
 
@@ -64,3 +65,8 @@ tidy:
 
 clean:
 	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-tsan
+
+# The programs, the Python package and the libraries they need but torch's, in one wheel for
+# .venv's torch (scripts/make_wheel.sh): `pip install dist/frugal-*.whl` in seconds, no compiler.
+wheel: configure
+	@scripts/make_wheel.sh $(BUILD)

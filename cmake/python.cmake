@@ -38,8 +38,12 @@ frugal_warnings(frugal_python)
 frugal_torch_pch(frugal_python)
 # torch's libraries are loaded by `import torch` before ours (frugal/__init__.py imports torch
 # first); the RPATH is for what they do not cover (nvJPEG from the same site-packages).
+set(_core_rpath "$ORIGIN/../torch/lib")
+if(FRUGAL_NVJPEG_LIB_DIR MATCHES "site-packages/(.*)$")  # nvJPEG of an NVIDIA wheel (nvidia/cu13/lib)
+  string(APPEND _core_rpath ";$ORIGIN/../${CMAKE_MATCH_1}")
+endif()
 set_target_properties(frugal_python PROPERTIES OUTPUT_NAME _core LIBRARY_OUTPUT_DIRECTORY ${FRUGAL_PY_OUT}
-  INSTALL_RPATH "$ORIGIN/../torch/lib" BUILD_WITH_INSTALL_RPATH OFF)
+  INSTALL_RPATH "${_core_rpath}" BUILD_WITH_INSTALL_RPATH OFF)
 
 # The package's Python files beside the module in the build tree (tests put build/python on
 # sys.path), and what it was built against, which frugal/__init__.py holds the running torch to.
@@ -65,4 +69,7 @@ if(SKBUILD)
   if(TARGET frugal_arrow_parquet)
     install(TARGETS frugal_arrow_parquet LIBRARY DESTINATION frugal)
   endif()
+  # The `frugal` and `frugal-torch` entry points (pyproject.toml): an install from source runs the
+  # programs of the build it came from; a binary wheel (scripts/make_wheel.sh) carries its own.
+  install(FILES ${CMAKE_SOURCE_DIR}/python/_frugal_launcher.py DESTINATION .)
 endif()

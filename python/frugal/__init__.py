@@ -29,11 +29,13 @@ if torch.__version__ != _build_info.torch_version:
         f"{torch.__version__}; rebuild it against this one: pip install --no-build-isolation "
         f"--force-reinstall {_build_info.source_dir} (or `make python` in that checkout)")
 
-# The parquet reader is a plugin beside the module in an installed package (the build tree's
-# module knows where its own is).
-_plugin = os.path.join(os.path.dirname(__file__), "libfrugal_arrow_parquet.so")
-if os.path.exists(_plugin):
-    os.environ.setdefault("FRUGAL_PARQUET_PLUGIN", _plugin)
+# The parquet reader is a plugin beside the module in an installed package, or in lib/ of a wheel
+# (beside the programs' bin/); the build tree's module knows where its own is.
+for _plugin in (os.path.join(os.path.dirname(__file__), "lib", "libfrugal_arrow_parquet.so"),
+                os.path.join(os.path.dirname(__file__), "libfrugal_arrow_parquet.so")):
+    if os.path.exists(_plugin):
+        os.environ.setdefault("FRUGAL_PARQUET_PLUGIN", _plugin)
+        break
 
 from . import _core  # noqa: E402
 
