@@ -42,34 +42,29 @@ void print_multi_label(const EvalResult& r, const std::vector<std::string>& clas
   }
 }
 
-}  // namespace
-
-int cmd_eval(int argc, char** argv) {
-  // The model runs as load_model_any leaves it: on the CPU, in float32, whatever --amp trained it.
-  CLI::App app(
-      "Loss, top-1 and per-class accuracy of a model on an archive, on the CPU in float32 (a multi-label model:\n"
-      "mean average precision, and precision, recall and F1 at its thresholds, overall and per class).\n"
-      "Training's evaluation runs under its --amp (bf16, fp16): its accuracy can differ by a few\n"
-      "hundredths of a point.",
-      "eval");
+struct EvalArgs {
   std::string ckpt, data, label_pattern;
   int batch_size = 256, workers = 2;
   double threshold = 0;
   bool json = false;
   DatasetOptions d;
   ForeignModelOptions foreign;
-  app.add_option("CKPT", ckpt,
+};
+
+void add_eval_options(CLI::App& app, EvalArgs& a) {
+  DatasetOptions& d = a.d;
+  app.add_option("CKPT", a.ckpt,
                  "checkpoint file, compressed model, run folder (its best.safetensors), or weights from elsewhere "
                  "with --model (their classes: the data's, sorted)")
       ->required();
-  app.add_option("--data", data,
+  app.add_option("--data", a.data,
                  "data to evaluate on (the model's class names, all or some of them; any DATA, docs/data.md)")
       ->required();
-  app.add_option("--label-pattern", label_pattern,
+  app.add_option("--label-pattern", a.label_pattern,
                  "RE2 regex with one capture group, the class: searched for in the file name, else in the path "
                  "inside the data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg)");
-  app.add_option("--batch-size", batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
-  app.add_option("--workers", workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
+  app.add_option("--batch-size", a.batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
+  app.add_option("--workers", a.workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   // The advice of the bad-image limit names these (a test set with a few broken files of many).
   app.add_option("--max-pixels", d.max_pixels, "larger images count as undecodable (decompression bombs)")
       ->capture_default_str()
@@ -78,54 +73,39 @@ int cmd_eval(int argc, char** argv) {
       ->capture_default_str()
       ->check(number_in(0, 1));
   add_max_file_bytes_option(app, d.max_file_bytes, "skipped and counted, as an empty file is");
-  add_foreign_model_options(app, foreign);
-  app.add_option("--threshold", threshold,
+  add_foreign_model_options(app, a.foreign);
+  app.add_option("--threshold", a.threshold,
                  "multi-label models: a tag counts as predicted when its probability reaches this (default: the "
                  "model's per-class thresholds when it has them, else the threshold it was trained with)")
       ->check(probability());
-  app.add_flag("--json", json,
+  app.add_flag("--json", a.json,
                "print {accuracy, loss, per_class} as JSON on stdout (multi-label: {mean_ap, f1, precision, recall, "
                "exact_match, loss, per_class: {ap, precision, recall, f1, positives, best_threshold}})");
   add_data_options(app, d);
   add_label_options(app, d);
   add_exclude_option(app, d);
-  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
-  Progress::set_quiet(json);
+}
 
-  auto loaded = load_model_any(ckpt, foreign);
-  d.label_pattern = label_pattern;
-  d.channels = loaded.info.channels;
-  d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
-  auto dataset = Dataset::open(data, d);
+// --data opened as the model reads it (its channels; a split's validation folder), which part of
+// it is evaluated said.
+std::shared_ptr<Dataset> open_eval_data(EvalArgs& a, const LoadedModel& loaded) {
+  a.d.label_pattern = a.label_pattern;
+  a.d.channels = loaded.info.channels;
+  a.d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
+  auto dataset = Dataset::open(a.data, a.d);
   if (const auto& files = dataset->split_files())
-    note("note: " + data + ": " + files->what + ": evaluating on " +
+    note("note: " + a.data + ": " + files->what + ": evaluating on " +
          (files->validation.empty() ? files->test : files->validation));
   else if (!dataset->split_folder().empty())
-    note("note: " + data + ": its top level is split folders: evaluating on " + dataset->split_folder());
-  use_data_classes(loaded, dataset->classes(), data);
-  // The data may hold a subset of the model's classes (said in a note); a class the model does not
-  // know is exit 3 naming it.
-  check_label_kind(loaded.info.multi_label, dataset->multi_label(), data);
-  const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), data);
-  if (!match.absent.empty()) note("note: " + match.note(data));
-  LoaderOptions lo;
-  lo.image_size = loaded.info.image_size;
-  lo.train = false;
-  lo.shuffle = false;
-  lo.batch_size = batch_size;
-  lo.workers = workers;
-  Loader loader(dataset, lo);
-  StepOptions so;
-  so.mean = loaded.info.mean;
-  so.std = loaded.info.std;
-  EvalOptions eo;
-  eo.multi_label = loaded.info.multi_label;
-  eo.thresholds = thresholds_of(loaded.info, threshold);
-  EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
-  const auto& classes = dataset->classes();  // per_class follows the data's classes
-  if (r.multi_label && !json) {
-    print_multi_label(r, classes, eo.thresholds.size() > 1);
-  } else if (json) {
+    note("note: " + a.data + ": its top level is split folders: evaluating on " + dataset->split_folder());
+  return dataset;
+}
+
+void print_eval(const EvalArgs& a, const EvalResult& r, const std::vector<std::string>& classes,
+                const ClassMatch& match, bool per_class_thresholds) {
+  if (r.multi_label && !a.json) {
+    print_multi_label(r, classes, per_class_thresholds);
+  } else if (a.json) {
     auto doc = r.to_json(classes);
     if (!match.absent.empty()) doc["absent_classes"] = match.absent;
     print_json(doc);
@@ -137,6 +117,46 @@ int cmd_eval(int argc, char** argv) {
       std::printf("  %s: %s\n", printable(classes[i]).c_str(),
                   std::isnan(r.per_class[i]) ? "no images read" : format_percent(r.per_class[i]).c_str());
   }
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  // The model runs as load_model_any leaves it: on the CPU, in float32, whatever --amp trained it.
+  CLI::App app(
+      "Loss, top-1 and per-class accuracy of a model on an archive, on the CPU in float32 (a multi-label model:\n"
+      "mean average precision, and precision, recall and F1 at its thresholds, overall and per class).\n"
+      "Training's evaluation runs under its --amp (bf16, fp16): its accuracy can differ by a few\n"
+      "hundredths of a point.",
+      "eval");
+  EvalArgs a;
+  add_eval_options(app, a);
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  Progress::set_quiet(a.json);
+
+  auto loaded = load_model_any(a.ckpt, a.foreign);
+  auto dataset = open_eval_data(a, loaded);
+  use_data_classes(loaded, dataset->classes(), a.data);
+  // The data may hold a subset of the model's classes (said in a note); a class the model does not
+  // know is exit 3 naming it.
+  check_label_kind(loaded.info.multi_label, dataset->multi_label(), a.data);
+  const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), a.data);
+  if (!match.absent.empty()) note("note: " + match.note(a.data));
+  LoaderOptions lo;
+  lo.image_size = loaded.info.image_size;
+  lo.train = false;
+  lo.shuffle = false;
+  lo.batch_size = a.batch_size;
+  lo.workers = a.workers;
+  Loader loader(dataset, lo);
+  StepOptions so;
+  so.mean = loaded.info.mean;
+  so.std = loaded.info.std;
+  EvalOptions eo;
+  eo.multi_label = loaded.info.multi_label;
+  eo.thresholds = thresholds_of(loaded.info, a.threshold);
+  const EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
+  print_eval(a, r, dataset->classes(), match, eo.thresholds.size() > 1);  // per_class follows the data's classes
   return 0;
 }
 

@@ -132,6 +132,180 @@ std::string joined(const std::vector<std::size_t>& tags, const std::vector<std::
   return out;
 }
 
+struct PredictArgs {
+  std::string ckpt, csv, csv_columns;
+  std::vector<std::string> inputs;
+  int top = 1;
+  double threshold = 0;
+  std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
+  bool json = false, probabilities = false, escape_formulas = false;
+  ArchiveOptions archive_options;
+  ForeignModelOptions foreign;
+};
+
+void add_predict_options(CLI::App& app, PredictArgs& a) {
+  app.add_option("CKPT", a.ckpt,
+                 "checkpoint file, compressed model, run folder (its best.safetensors), or weights from elsewhere "
+                 "with --model (their classes are numbered 0..N-1)")
+      ->required();
+  app.add_option("INPUT", a.inputs, "image files, folders, DATA, ARCHIVE:entry or ARCHIVE:GLOB")->required();
+  app.add_option("--top", a.top, "classes shown per image (multi-label: besides its tags)")->check(at_least(1));
+  app.add_option("--threshold", a.threshold,
+                 "multi-label models: the tags of an image are those whose probability reaches this (default: the "
+                 "model's per-class thresholds when it has them, else the threshold it was trained with); --csv "
+                 "writes them space-separated")
+      ->check(probability());
+  auto* csv_option = app.add_option("--csv", a.csv,
+                                    "write one row per image to FILE (crash-safely): id,label, the id being "
+                                    "the file name without its extension (the shape of a Kaggle submission)");
+  app.add_option("--csv-columns", a.csv_columns, "the names of --csv's two columns, ID,LABEL (e.g. image_id,label)")
+      ->needs(csv_option);
+  app.add_flag("--probabilities", a.probabilities,
+               "--csv has one column per class (the class names as headers) holding its probability, "
+               "instead of the label column")
+      ->needs(csv_option);
+  app.add_flag("--csv-escape-formulas", a.escape_formulas,
+               "write each --csv cell that a spreadsheet would run as a formula (starting = + - @, e.g. a class "
+               "named =HYPERLINK(...)) as text: a ' before it, quoted (OWASP's advice); without it such cells are "
+               "written as they are and warned about")
+      ->needs(csv_option);
+  app.add_option("--max-pixels", a.max_pixels, "larger images are refused as possible decompression bombs")
+      ->capture_default_str()
+      ->check(at_least(1));
+  add_max_file_bytes_option(app, a.max_file_bytes, "an error for that image (exit 3), the others still predicted");
+  add_data_options(app, a.archive_options);
+  add_foreign_model_options(app, a.foreign);
+  app.add_flag("--json", a.json, "print the predictions as JSON on stdout");
+}
+
+// What predict has found so far: the rows, the images it could not read, the inputs' skipped
+// files, and the submission's text.
+struct PredictOutput {
+  nlohmann::json out = nlohmann::json::array(), failed = nlohmann::json::array(), skipped = nlohmann::json::object();
+  int worst = 0;
+  std::string csv_text;
+  std::vector<std::string> written_ids, written_labels;  // for warn_unsafe_cells
+
+  // Said as main says an error, then on to the next image.
+  void report(const std::string& what, const std::string& problem, ErrorKind kind) {
+    std::fprintf(stderr, "frugal predict: %s\n", printable(fit_advice(problem, "predict")).c_str());
+    failed.push_back({{"image", what}, {"problem", problem}});
+    if (severity(exit_code(kind)) > severity(worst)) worst = exit_code(kind);
+  }
+};
+
+// The decoded images of `good` as one (B, C, H, W) uint8 tensor.
+torch::Tensor batch_tensor(const std::vector<Decoded>& batch, const std::vector<std::size_t>& good) {
+  const Image& first = batch[good[0]].image;
+  auto x = torch::empty({static_cast<std::int64_t>(good.size()), first.height, first.width, first.channels},
+                        torch::kUInt8);  // (B, H, W, C)
+  const std::size_t bytes = first.pixels.size();
+  for (std::size_t g = 0; g < good.size(); ++g)
+    std::memcpy(x.data_ptr<std::uint8_t>() + g * bytes, batch[good[g]].image.pixels.data(), bytes);
+  return x.permute({0, 3, 1, 2}).contiguous();  // (B, C, H, W)
+}
+
+// One image's answer: its row of probabilities `p` (all classes), its top k (`v`, `idx`).
+void record_prediction(const PredictArgs& a, const ModelInfo& info, const PredictImage& image, const float* p,
+                       const float* v, const std::int64_t* idx, int k, PredictOutput& o) {
+  nlohmann::json preds = nlohmann::json::array();
+  std::string line = printable(image.name) + ":";
+  const std::vector<std::size_t> tags =
+      info.multi_label ? tags_above(p, info, a.threshold) : std::vector<std::size_t>{};
+  if (info.multi_label) line += " tags [" + printable(joined(tags, info.classes)) + "];";
+  for (int j = 0; j < k; ++j) {
+    const std::string& name = info.classes[idx[j]];
+    preds.push_back({{"class", name}, {"probability", v[j]}});
+    line += " " + printable(name) + " (" + std::to_string(v[j]).substr(0, 5) + ")";
+  }
+  o.out.push_back({{"image", image.name}, {"id", image.id}, {"predictions", preds}});
+  if (info.multi_label) {
+    nlohmann::json names = nlohmann::json::array();
+    for (std::size_t t : tags) names.push_back(info.classes[t]);
+    o.out.back()["tags"] = names;
+  }
+  if (!a.json && a.csv.empty()) std::printf("%s\n", line.c_str());
+  if (a.csv.empty()) return;
+  // Multi-label: the tags space-separated, as Kaggle's multi-label submissions take them.
+  const std::string label = info.multi_label ? joined(tags, info.classes) : info.classes[idx[0]];
+  o.csv_text += a.probabilities
+                    ? submission_row(image.id, std::span<const float>(p, info.classes.size()), a.escape_formulas)
+                    : submission_row(image.id, label, a.escape_formulas);
+  o.written_ids.push_back(image.id);
+  if (!a.probabilities) o.written_labels.push_back(label);
+}
+
+// The images of one batch that decoded (`good`, indices into `batch`, whose first image is
+// inputs.images()[begin]) through the model, each recorded.
+void predict_batch(const PredictArgs& a, const LoadedModel& loaded, const PredictInputs& inputs, std::size_t begin,
+                   const std::vector<Decoded>& batch, const std::vector<std::size_t>& good, PredictOutput& o) {
+  const ModelInfo& info = loaded.info;
+  const int k = static_cast<int>(std::min<std::int64_t>(a.top, static_cast<std::int64_t>(info.classes.size())));
+  const auto logits =
+      loaded.model->forward(normalize(batch_tensor(batch, good), info.mean, info.std)).to(torch::kFloat32);
+  // Multi-label: each class's own sigmoid; else one softmax over the classes.
+  const auto probs = (info.multi_label ? torch::sigmoid(logits) : torch::softmax(logits, 1)).contiguous();
+  const auto [values, indices] = probs.topk(k, 1);
+  const auto p = probs.accessor<float, 2>();
+  const auto v = values.contiguous();
+  const auto idx = indices.contiguous();
+  for (std::size_t g = 0; g < good.size(); ++g)
+    record_prediction(a, info, inputs.images()[begin + good[g]], &p[g][0],
+                      v.data_ptr<float>() + static_cast<std::int64_t>(g) * k,
+                      idx.data_ptr<std::int64_t>() + static_cast<std::int64_t>(g) * k, k, o);
+}
+
+// Every image, kBatch at a time: decoded on `threads` threads, then predicted.
+void predict_all(const PredictArgs& a, const LoadedModel& loaded, const PredictInputs& inputs, PredictOutput& o) {
+  TransformOptions t;
+  t.image_size = loaded.info.image_size;
+  t.train = false;
+  t.channels = loaded.info.channels;
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  torch::NoGradGuard no_grad;
+  const std::size_t n = inputs.images().size();
+  Progress progress("predict", n, Progress::Unit::items);
+  std::vector<Decoded> batch;
+  for (std::size_t begin = 0; begin < n; begin += kBatch) {
+    const std::size_t end = std::min(n, begin + kBatch);
+    decode_batch(inputs, begin, end, t, a.max_pixels, a.max_file_bytes, threads, batch);
+    std::vector<std::size_t> good;
+    for (std::size_t j = 0; j < batch.size(); ++j) {
+      if (batch[j].ok)
+        good.push_back(j);
+      else
+        o.report(inputs.images()[begin + j].name, batch[j].problem, batch[j].kind);
+    }
+    if (!good.empty()) predict_batch(a, loaded, inputs, begin, batch, good, o);
+    progress.advance(end - begin);
+  }
+  progress.finish();
+}
+
+// The submission written, the JSON document printed, and the exit code: the worst problem's.
+int finish_predict(const PredictArgs& a, const SubmissionColumns& columns, const ModelInfo& info,
+                   const PredictOutput& o) {
+  if (!a.csv.empty() && !o.out.empty()) {
+    write_file_atomic(a.csv, o.csv_text);
+    warn_unsafe_cells(a.csv, columns, a.probabilities ? info.classes : o.written_labels, o.written_ids, a.probabilities,
+                      a.escape_formulas);
+    if (!a.json)
+      note("wrote " + a.csv + ": " + count_of(o.out.size(), "row") + " (" +
+           (a.probabilities ? "probabilities" : "labels") + ")");
+  }
+  if (a.json) {
+    nlohmann::json doc = {{"predictions", o.out}};
+    if (!o.failed.empty()) doc["failed"] = o.failed;
+    if (!o.skipped.empty()) doc["skipped"] = o.skipped;
+    if (!a.csv.empty() && !o.out.empty()) doc["csv"] = a.csv;
+    print_json(doc);
+  }
+  if (o.failed.empty()) return 0;
+  std::fprintf(stderr, "frugal predict: predicted %s; %s could not be read (above)\n",
+               count_of(o.out.size(), "image").c_str(), count_of(o.failed.size(), "image").c_str());
+  return o.worst;
+}
+
 }  // namespace
 
 int cmd_predict(int argc, char** argv) {
@@ -144,162 +318,28 @@ int cmd_predict(int argc, char** argv) {
       "image, id = its file name without extension) instead of the rows on stdout. A multi-label model gives "
       "each image its tags: the classes whose probability reaches the threshold.",
       "predict");
-  std::string ckpt, csv, csv_columns;
-  std::vector<std::string> inputs_given;
-  int top = 1;
-  double threshold = 0;
-  std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
-  bool json = false, probabilities = false, escape_formulas = false;
-  ArchiveOptions archive_options;
-  ForeignModelOptions foreign;
-  app.add_option("CKPT", ckpt,
-                 "checkpoint file, compressed model, run folder (its best.safetensors), or weights from elsewhere "
-                 "with --model (their classes are numbered 0..N-1)")
-      ->required();
-  app.add_option("INPUT", inputs_given, "image files, folders, DATA, ARCHIVE:entry or ARCHIVE:GLOB")->required();
-  app.add_option("--top", top, "classes shown per image (multi-label: besides its tags)")->check(at_least(1));
-  app.add_option("--threshold", threshold,
-                 "multi-label models: the tags of an image are those whose probability reaches this (default: the "
-                 "model's per-class thresholds when it has them, else the threshold it was trained with); --csv "
-                 "writes them space-separated")
-      ->check(probability());
-  auto* csv_option = app.add_option("--csv", csv,
-                                    "write one row per image to FILE (crash-safely): id,label, the id being "
-                                    "the file name without its extension (the shape of a Kaggle submission)");
-  app.add_option("--csv-columns", csv_columns, "the names of --csv's two columns, ID,LABEL (e.g. image_id,label)")
-      ->needs(csv_option);
-  app.add_flag("--probabilities", probabilities,
-               "--csv has one column per class (the class names as headers) holding its probability, "
-               "instead of the label column")
-      ->needs(csv_option);
-  app.add_flag("--csv-escape-formulas", escape_formulas,
-               "write each --csv cell that a spreadsheet would run as a formula (starting = + - @, e.g. a class "
-               "named =HYPERLINK(...)) as text: a ' before it, quoted (OWASP's advice); without it such cells are "
-               "written as they are and warned about")
-      ->needs(csv_option);
-  app.add_option("--max-pixels", max_pixels, "larger images are refused as possible decompression bombs")
-      ->capture_default_str()
-      ->check(at_least(1));
-  add_max_file_bytes_option(app, max_file_bytes, "an error for that image (exit 3), the others still predicted");
-  add_data_options(app, archive_options);
-  add_foreign_model_options(app, foreign);
-  app.add_flag("--json", json, "print the predictions as JSON on stdout");
+  PredictArgs a;
+  add_predict_options(app, a);
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
-  Progress::set_quiet(json);
+  Progress::set_quiet(a.json);
   const SubmissionColumns columns =
-      csv_columns.empty() ? SubmissionColumns{} : parse_submission_columns(csv_columns, "--csv-columns");
+      a.csv_columns.empty() ? SubmissionColumns{} : parse_submission_columns(a.csv_columns, "--csv-columns");
 
-  auto loaded = load_model_any(check_input(ckpt, InputKind::checkpoint), foreign);
-  const auto& info = loaded.info;
-  const PredictInputs inputs = PredictInputs::expand(inputs_given, archive_options);
-  if (!csv.empty()) {
-    refuse_duplicate_ids(inputs.images(), csv);
-    check_csv_target(csv, inputs);
+  const LoadedModel loaded = load_model_any(check_input(a.ckpt, InputKind::checkpoint), a.foreign);
+  const PredictInputs inputs = PredictInputs::expand(a.inputs, a.archive_options);
+  if (!a.csv.empty()) {
+    refuse_duplicate_ids(inputs.images(), a.csv);
+    check_csv_target(a.csv, inputs);
   }
-
-  nlohmann::json out = nlohmann::json::array(), failed = nlohmann::json::array(), skipped = nlohmann::json::object();
-  int worst = 0;
-  auto report = [&](const std::string& what, const std::string& problem, ErrorKind kind) {
-    // Said as main says an error, then on to the next image.
-    std::fprintf(stderr, "frugal predict: %s\n", printable(fit_advice(problem, "predict")).c_str());
-    failed.push_back({{"image", what}, {"problem", problem}});
-    if (severity(exit_code(kind)) > severity(worst)) worst = exit_code(kind);
-  };
-  for (const auto& p : inputs.problems()) report(p.input, p.what, p.kind);
+  PredictOutput o;
+  for (const auto& p : inputs.problems()) o.report(p.input, p.what, p.kind);
   for (const auto& [input, skips] : inputs.skipped()) {
     note(input + ": skipped " + skips.summary());
-    skipped[input] = skips.counts;
+    o.skipped[input] = skips.counts;
   }
-
-  TransformOptions t;
-  t.image_size = info.image_size;
-  t.train = false;
-  t.channels = info.channels;
-  const auto classes = static_cast<std::int64_t>(info.classes.size());
-  const int k = static_cast<int>(std::min<std::int64_t>(top, classes));
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-  std::string csv_text = submission_header(columns, probabilities ? &info.classes : nullptr, escape_formulas);
-  std::vector<std::string> written_ids, written_labels;  // for warn_unsafe_cells
-  torch::NoGradGuard no_grad;
-  const std::size_t n = inputs.images().size();
-  Progress progress("predict", n, Progress::Unit::items);
-  std::vector<Decoded> batch;
-  for (std::size_t begin = 0; begin < n; begin += kBatch) {
-    const std::size_t end = std::min(n, begin + kBatch);
-    decode_batch(inputs, begin, end, t, max_pixels, max_file_bytes, threads, batch);
-    std::vector<std::size_t> good;
-    for (std::size_t j = 0; j < batch.size(); ++j) {
-      if (batch[j].ok)
-        good.push_back(j);
-      else
-        report(inputs.images()[begin + j].name, batch[j].problem, batch[j].kind);
-    }
-    if (!good.empty()) {
-      const Image& first = batch[good[0]].image;
-      auto x = torch::empty({static_cast<std::int64_t>(good.size()), first.height, first.width, first.channels},
-                            torch::kUInt8);  // (B, H, W, C)
-      const std::size_t bytes = first.pixels.size();
-      for (std::size_t g = 0; g < good.size(); ++g)
-        std::memcpy(x.data_ptr<std::uint8_t>() + g * bytes, batch[good[g]].image.pixels.data(), bytes);
-      x = x.permute({0, 3, 1, 2}).contiguous();  // (B, C, H, W)
-      const auto logits = loaded.model->forward(normalize(x, info.mean, info.std)).to(torch::kFloat32);
-      // Multi-label: each class's own sigmoid; else one softmax over the classes.
-      const auto probs = (info.multi_label ? torch::sigmoid(logits) : torch::softmax(logits, 1)).contiguous();
-      const auto [values, indices] = probs.topk(k, 1);
-      const auto p = probs.accessor<float, 2>();
-      const auto v = values.accessor<float, 2>();
-      const auto idx = indices.accessor<std::int64_t, 2>();
-      for (std::size_t g = 0; g < good.size(); ++g) {
-        const PredictImage& image = inputs.images()[begin + good[g]];
-        nlohmann::json preds = nlohmann::json::array();
-        std::string line = printable(image.name) + ":";
-        const std::vector<std::size_t> tags =
-            info.multi_label ? tags_above(&p[g][0], info, threshold) : std::vector<std::size_t>{};
-        if (info.multi_label) line += " tags [" + printable(joined(tags, info.classes)) + "];";
-        for (int j = 0; j < k; ++j) {
-          const std::string& name = info.classes[idx[g][j]];
-          preds.push_back({{"class", name}, {"probability", v[g][j]}});
-          line += " " + printable(name) + " (" + std::to_string(v[g][j]).substr(0, 5) + ")";
-        }
-        out.push_back({{"image", image.name}, {"id", image.id}, {"predictions", preds}});
-        if (info.multi_label) {
-          nlohmann::json names = nlohmann::json::array();
-          for (std::size_t t : tags) names.push_back(info.classes[t]);
-          out.back()["tags"] = names;
-        }
-        if (!json && csv.empty()) std::printf("%s\n", line.c_str());
-        if (csv.empty()) continue;
-        const float* row = &p[g][0];
-        // Multi-label: the tags space-separated, as Kaggle's multi-label submissions take them.
-        const std::string label = info.multi_label ? joined(tags, info.classes) : info.classes[idx[g][0]];
-        csv_text += probabilities ? submission_row(image.id, std::span<const float>(row, classes), escape_formulas)
-                                  : submission_row(image.id, label, escape_formulas);
-        written_ids.push_back(image.id);
-        if (!probabilities) written_labels.push_back(label);
-      }
-    }
-    progress.advance(end - begin);
-  }
-  progress.finish();
-  if (!csv.empty() && !out.empty()) {
-    write_file_atomic(csv, csv_text);
-    warn_unsafe_cells(csv, columns, probabilities ? info.classes : written_labels, written_ids, probabilities,
-                      escape_formulas);
-    if (!json)
-      note("wrote " + csv + ": " + count_of(out.size(), "row") + " (" + (probabilities ? "probabilities" : "labels") +
-           ")");
-  }
-  if (json) {
-    nlohmann::json doc = {{"predictions", out}};
-    if (!failed.empty()) doc["failed"] = failed;
-    if (!skipped.empty()) doc["skipped"] = skipped;
-    if (!csv.empty() && !out.empty()) doc["csv"] = csv;
-    print_json(doc);
-  }
-  if (failed.empty()) return 0;
-  std::fprintf(stderr, "frugal predict: predicted %s; %s could not be read (above)\n",
-               count_of(out.size(), "image").c_str(), count_of(failed.size(), "image").c_str());
-  return worst;
+  o.csv_text = submission_header(columns, a.probabilities ? &loaded.info.classes : nullptr, a.escape_formulas);
+  predict_all(a, loaded, inputs, o);
+  return finish_predict(a, columns, loaded.info, o);
 }
 
 }  // namespace frugal::cli
