@@ -5,7 +5,7 @@ keep_going
 expect_exit help 0 frugal --help
 grep -q "^  train " "$t/out" || bad "help lists train"
 expect_exit version 0 frugal --version
-grep -Eq "^frugal [0-9]+\.[0-9]+\.[0-9]+$" "$t/out" || bad "version format"
+grep -Eq "^frugal [0-9]+\.[0-9]+\.[0-9]+( \(built for torch [0-9]+\.[0-9]+[^)]*\))?$" "$t/out" || bad "version format"
 expect_exit no-command 2 frugal
 expect_exit unknown-command 2 frugal frobnicate
 grep -q "unknown command 'frobnicate'" "$t/err" || bad "unknown command message"

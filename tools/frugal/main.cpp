@@ -32,6 +32,43 @@ void usage(std::FILE* out) {
                "            4 budget would be exceeded, 75 stopped early but resumable\n");
 }
 
+#if !defined(FRUGAL_TORCH_EXECUTABLE) && defined(FRUGAL_BUILT_TORCH)
+// "2.11" of "2.11.0+cu130".
+std::string major_minor(const std::string& v) {
+  const auto a = v.find('.');
+  const auto b = a == std::string::npos ? a : v.find_first_not_of("0123456789", a + 1);
+  return v.substr(0, b);
+}
+
+// A wheel's programs (site-packages/frugal/bin/) run on the torch installed beside them
+// (site-packages/torch/): one of another release cannot be loaded (its symbols differ), and the
+// loader's "undefined symbol" would be all the user saw. Said before frugal-torch is started: 0
+// when it may start (a build tree's, whose RPATH names its own torch, finds no version.py here).
+int installed_torch_matches(const std::filesystem::path& dir, const char* command) {
+  const std::filesystem::path version_py = dir / ".." / ".." / "torch" / "version.py";
+  std::FILE* f = std::fopen(version_py.c_str(), "r");
+  if (!f) return 0;
+  char line[256];
+  std::string installed;
+  while (installed.empty() && std::fgets(line, sizeof line, f)) {
+    const std::string l(line);
+    if (l.rfind("__version__", 0) != 0) continue;
+    const auto q = l.find_first_of("'\""), e = q == std::string::npos ? q : l.find(l[q], q + 1);
+    if (e != std::string::npos) installed = l.substr(q + 1, e - q - 1);
+  }
+  std::fclose(f);
+  const std::string built = FRUGAL_BUILT_TORCH;
+  if (installed.empty() || major_minor(installed) == major_minor(built)) return 0;
+  std::fprintf(stderr,
+               "frugal %s: this frugal was built for torch %s, but the torch installed beside it is %s (%s): its "
+               "libraries cannot be loaded by this build; install the frugal wheel made for torch %s (`make wheel` "
+               "in a checkout whose .venv has it), or pip install 'torch==%s.*'\n",
+               command, built.c_str(), installed.c_str(), version_py.lexically_normal().c_str(),
+               major_minor(installed).c_str(), major_minor(built).c_str());
+  return 1;
+}
+#endif
+
 // The torch-free executable hands torch commands to frugal-torch, found beside itself.
 int hand_to_torch_executable(char** argv) {
 #ifdef FRUGAL_TORCH_EXECUTABLE
@@ -44,6 +81,9 @@ int hand_to_torch_executable(char** argv) {
   std::filesystem::path dir =
       n > 0 ? std::filesystem::path(std::string(self, n)).parent_path() : std::filesystem::path(".");
   std::filesystem::path torch_exe = dir / "frugal-torch";
+#ifdef FRUGAL_BUILT_TORCH
+  if (int rc = installed_torch_matches(dir, argv[1])) return rc;
+#endif
   ::execv(torch_exe.c_str(), argv);
   std::fprintf(stderr,
                "frugal %s: this command needs LibTorch, in %s, which could not be started (%s); "
@@ -94,7 +134,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version" || name == "version") {
+#ifdef FRUGAL_BUILT_TORCH
+    std::printf("frugal %s (built for torch %s)\n", frugal::kVersion, FRUGAL_BUILT_TORCH);
+#else
     std::printf("frugal %s\n", frugal::kVersion);
+#endif
     return 0;
   }
   for (const Command& c : frugal::cli::commands()) {
