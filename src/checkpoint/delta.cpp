@@ -106,21 +106,18 @@ void save_delta_checkpoint(const fs::path& path, const Checkpoint& ckpt, const C
   save_safetensors(path, tensors, md, env);
 }
 
-LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
+namespace {
+
+// The base of the delta at `path` (metadata `md`): a file name in the same folder (never a path
+// out of it, never the delta itself) that must be a full checkpoint with the checksum the delta
+// recorded: chains are one link long, so no base can lead back here. Read once: its header is
+// checked here, then the same bytes are verified and decoded.
+ParsedFile read_delta_base(const fs::path& path, const fs::path& base_path, Metadata& md) {
   const std::string where = path.string();
-  auto& md = file.metadata;
-  if (!md.count("base") || !md.count("delta_index"))
-    fail(ErrorKind::invalid, where, "metadata \"base\" and \"delta_index\" in a delta checkpoint", "none",
-         "the file is corrupt");
-  // The base is a file name in the same folder (never a path out of it, never the delta itself)
-  // and must be a full checkpoint: chains are one link long, so no base can lead back here.
-  const fs::path base_path = delta_base_path(path, md["base"]);
-  const auto index = parse_delta_index(md["delta_index"], where);
   std::error_code ec;
   if (!fs::exists(base_path, ec))
     fail(ErrorKind::invalid, where, "its base checkpoint " + base_path.string(), "no such file",
          "the base was deleted; use another checkpoint");
-  // The base is read once: its header is checked here, then the same bytes are verified and decoded.
   ParsedFile base_file = read_parsed_file(base_path, Links::refuse);  // beside the delta: never a link out
   auto& base_md = base_file.header.metadata;
   if (base_md["kind"] != "full")
@@ -130,9 +127,66 @@ LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
   if (base_md["checksum"] != md["base_checksum"])
     fail(ErrorKind::invalid, where, "base " + base_path.string() + " with checksum " + md["base_checksum"],
          base_md["checksum"], "the base was replaced; use another checkpoint");
+  return base_file;
+}
+
+// One indexed tensor rebuilt: the base's ("same"), the stored bytes ("raw"), or the stored bytes
+// xor the base's ("xor").
+torch::Tensor restore_tensor(const DeltaIndexItem& item, const std::string& where,
+                             const std::unordered_map<std::string, torch::Tensor>& old,
+                             const std::unordered_map<std::string, const torch::Tensor*>& stored) {
+  const std::string at = where + ":" + item.name;
+  const auto type = torch_dtype(item.dtype, at);
+  const torch::Tensor* from_base = nullptr;
+  if (item.mode != "raw") {
+    auto it = old.find(item.name);
+    if (it == old.end() || it->second.scalar_type() != type || it->second.sizes().vec() != item.shape)
+      fail(ErrorKind::invalid, at, "a base tensor of dtype " + item.dtype + " and the indexed shape",
+           it == old.end() ? "none" : "another dtype or shape", "the delta file is damaged or crafted");
+    from_base = &it->second;
+  }
+  const torch::Tensor* packed = nullptr;
+  if (item.mode != "same") {
+    auto s = stored.find(kStoredPrefix + item.name);
+    if (s == stored.end()) fail(ErrorKind::invalid, at, "a stored delta tensor", "none", "the delta file is corrupt");
+    packed = s->second;
+    // Memory follows what was read, not what the index claims: a raw tensor's size is bounded
+    // by its compressed bytes times zstd's largest ratio (an xor one by its base tensor, read).
+    if (item.mode == "raw" && item.bytes / kMaxZstdRatio > static_cast<std::uint64_t>(packed->nbytes()))
+      fail(ErrorKind::invalid, at, "at most " + std::to_string(kMaxZstdRatio) + " bytes per stored byte",
+           std::to_string(item.bytes) + " bytes from " + std::to_string(packed->nbytes()),
+           "the delta file is damaged or crafted");
+  }
+  auto t = torch::empty(item.shape, torch::TensorOptions().dtype(type));
+  const std::size_t n = t.nbytes(), k = t.element_size();
+  if (item.mode == "same") {
+    t.copy_(*from_base);
+    return t;
+  }
+  std::string raw = decompress(*packed, n, at);
+  auto* out = static_cast<unsigned char*>(t.data_ptr());
+  unshuffle(reinterpret_cast<const unsigned char*>(raw.data()), n, k, out);
+  if (item.mode == "xor") {
+    auto* q = static_cast<const unsigned char*>(from_base->data_ptr());
+    for (std::size_t i = 0; i < n; ++i) out[i] ^= q[i];
+  }
+  return t;
+}
+
+}  // namespace
+
+LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
+  const std::string where = path.string();
+  auto& md = file.metadata;
+  if (!md.count("base") || !md.count("delta_index"))
+    fail(ErrorKind::invalid, where, "metadata \"base\" and \"delta_index\" in a delta checkpoint", "none",
+         "the file is corrupt");
+  const fs::path base_path = delta_base_path(path, md["base"]);
+  const auto index = parse_delta_index(md["delta_index"], where);
+  ParsedFile base_file = read_delta_base(path, base_path, md);
   LoadedCheckpoint out;
   out.base_path = base_path;
-  out.base_checksum = base_md["checksum"];
+  out.base_checksum = base_file.header.metadata["checksum"];
   Checkpoint base = base_from_parsed(base_path, std::move(base_file));
   std::unordered_map<std::string, torch::Tensor> old;
   for (auto& [n, t] : disk_tensors(base)) old[n] = t.contiguous();
@@ -141,44 +195,7 @@ LoadedCheckpoint load_delta(const fs::path& path, SafetensorsFile file) {
 
   SafetensorsFile restored;
   restored.source = where;
-  for (const auto& item : index) {
-    const std::string at = where + ":" + item.name;
-    const auto type = torch_dtype(item.dtype, at);
-    const torch::Tensor* from_base = nullptr;
-    if (item.mode != "raw") {
-      auto it = old.find(item.name);
-      if (it == old.end() || it->second.scalar_type() != type || it->second.sizes().vec() != item.shape)
-        fail(ErrorKind::invalid, at, "a base tensor of dtype " + item.dtype + " and the indexed shape",
-             it == old.end() ? "none" : "another dtype or shape", "the delta file is damaged or crafted");
-      from_base = &it->second;
-    }
-    const torch::Tensor* packed = nullptr;
-    if (item.mode != "same") {
-      auto s = stored.find(kStoredPrefix + item.name);
-      if (s == stored.end()) fail(ErrorKind::invalid, at, "a stored delta tensor", "none", "the delta file is corrupt");
-      packed = s->second;
-      // Memory follows what was read, not what the index claims: a raw tensor's size is bounded
-      // by its compressed bytes times zstd's largest ratio (an xor one by its base tensor, read).
-      if (item.mode == "raw" && item.bytes / kMaxZstdRatio > static_cast<std::uint64_t>(packed->nbytes()))
-        fail(ErrorKind::invalid, at, "at most " + std::to_string(kMaxZstdRatio) + " bytes per stored byte",
-             std::to_string(item.bytes) + " bytes from " + std::to_string(packed->nbytes()),
-             "the delta file is damaged or crafted");
-    }
-    auto t = torch::empty(item.shape, torch::TensorOptions().dtype(type));
-    const std::size_t n = t.nbytes(), k = t.element_size();
-    if (item.mode == "same") {
-      t.copy_(*from_base);
-    } else {
-      std::string raw = decompress(*packed, n, at);
-      auto* out = static_cast<unsigned char*>(t.data_ptr());
-      unshuffle(reinterpret_cast<const unsigned char*>(raw.data()), n, k, out);
-      if (item.mode == "xor") {
-        auto* q = static_cast<const unsigned char*>(from_base->data_ptr());
-        for (std::size_t i = 0; i < n; ++i) out[i] ^= q[i];
-      }
-    }
-    restored.tensors.emplace_back(item.name, std::move(t));
-  }
+  for (const auto& item : index) restored.tensors.emplace_back(item.name, restore_tensor(item, where, old, stored));
   md.erase("base");
   md.erase("base_checksum");
   md.erase("delta_index");

@@ -47,6 +47,17 @@ struct Worker {
   Image scratch, out;
 };
 
+// One sample on its way through build(): where its pixels come from and how they are cut.
+struct Item {
+  std::size_t idx = 0;
+  std::uint64_t seed = 0;
+  std::span<const std::uint8_t> jpeg;  // empty: decoded on the CPU
+  std::vector<std::uint8_t> owned;     // deflated entries
+  gpu::JobPlan plan;
+  std::size_t upload = 0;  // offset of a CPU-transformed image in the upload buffer
+  bool cpu = false;
+};
+
 // frugal_gpu's device memory (decode arena, uploads, nvJPEG's buffers) from PyTorch's caching
 // allocator: capped by --gpu-memory with the rest, reused without cudaFree's device-wide stall.
 void* torch_alloc(std::size_t bytes, cudaStream_t stream) {
@@ -79,6 +90,17 @@ struct GpuLoader::State {
   // has no memory to spare for it (TrainStep moves it, as it does the CPU Loader's).
   BuiltBatch build(Worker& w, std::int64_t epoch, const std::vector<std::size_t>& samples, bool on_host);
   void note_oom(const std::string& what);
+  // build()'s steps: the samples' bytes and crops read on the CPU; the JPEGs decoded on the GPU;
+  // the rest decoded and transformed on the CPU into `host`; the batch put together on the host or
+  // on the device.
+  std::vector<Item> read_items(std::int64_t epoch, const std::vector<std::size_t>& samples, bool on_host,
+                               BuiltBatch& r) const;
+  void decode_jpegs(Worker& w, std::vector<Item>& items, int channels);
+  std::vector<Item> decode_rest(Worker& w, std::vector<Item>& items, std::vector<std::uint8_t>& host,
+                                BuiltBatch& r) const;
+  void host_batch(const std::vector<Item>& kept, std::vector<std::uint8_t>& host, BuiltBatch& r) const;
+  void device_batch(Worker& w, const std::vector<Item>& kept, const std::vector<std::uint8_t>& host,
+                    BuiltBatch& r) const;
 };
 
 void GpuLoader::State::note_oom(const std::string& what) {
@@ -86,38 +108,34 @@ void GpuLoader::State::note_oom(const std::string& what) {
     note("out of GPU memory in the GPU loader (" + what + "): such batches are decoded on the CPU (said once)");
 }
 
-namespace {
-
-// One sample on its way through build(): where its pixels come from and how they are cut.
-struct Item {
-  std::size_t idx = 0;
-  std::uint64_t seed = 0;
-  std::span<const std::uint8_t> jpeg;  // empty: decoded on the CPU
-  std::vector<std::uint8_t> owned;     // deflated entries
-  gpu::JobPlan plan;
-  std::size_t upload = 0;  // offset of a CPU-transformed image in the upload buffer
-  bool cpu = false;
-};
-
-}  // namespace
-
 BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector<std::size_t>& samples, bool on_host) {
-  const int S = transform.image_size, C = data->channels();
   c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(output.device));
   if (!w.stream) w.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(output.device));
   c10::cuda::CUDAStreamGuard stream_guard(*w.stream);
-  cudaStream_t stream = w.stream->stream();
   if (!w.decoder && !on_host) {
-    w.decoder = std::make_unique<gpu::JpegDecoder>(stream);
+    w.decoder = std::make_unique<gpu::JpegDecoder>(w.stream->stream());
     std::lock_guard<std::mutex> lock(mu);
     backend = w.decoder->backend();
   }
   BuiltBatch r;
+  std::vector<Item> items = read_items(ep, samples, on_host, r);
+  decode_jpegs(w, items, data->channels());
+  std::vector<std::uint8_t> host;
+  const std::vector<Item> kept = decode_rest(w, items, host, r);
+  if (on_host)
+    host_batch(kept, host, r);
+  else
+    device_batch(w, kept, host, r);
+  return r;
+}
+
+// CPU side: bytes (CRC-checked by the dataset), header, and the crop drawn as the CPU loader draws
+// it. A sample that cannot be read is counted bad (r) and left out.
+std::vector<Item> GpuLoader::State::read_items(std::int64_t ep, const std::vector<std::size_t>& samples, bool on_host,
+                                               BuiltBatch& r) const {
   const std::uint64_t epoch_seed = mix_seed(seed, static_cast<std::uint64_t>(ep));
   std::vector<Item> items;
   items.reserve(samples.size());
-  // CPU side: bytes (CRC-checked by the dataset), header, and the crop drawn as the CPU loader
-  // draws it.
   for (std::size_t idx : samples) {
     ++r.seen;
     Item it;
@@ -147,7 +165,12 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
     if (it.cpu) it.jpeg = {};
     items.push_back(std::move(it));
   }
-  // GPU decode of the JPEGs; what nvJPEG refuses joins the CPU list.
+  return items;
+}
+
+// GPU decode of the JPEGs, each job pointed at its decoded pixels; what nvJPEG refuses joins the
+// CPU list.
+void GpuLoader::State::decode_jpegs(Worker& w, std::vector<Item>& items, int C) {
   std::vector<std::span<const std::uint8_t>> jpegs;
   std::vector<std::size_t> jpeg_item;
   for (std::size_t k = 0; k < items.size(); ++k)
@@ -185,8 +208,12 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
     job.pitch = d.pitch;
     job.channels = C;
   }
-  // CPU side of the rest: the CPU loader's own decode + transform, uploaded as S x S images.
-  std::vector<std::uint8_t> host;
+}
+
+// CPU side of the rest: the CPU loader's own decode + transform, appended to `host` as S x S
+// images. The items kept (those that decoded).
+std::vector<Item> GpuLoader::State::decode_rest(Worker& w, std::vector<Item>& items, std::vector<std::uint8_t>& host,
+                                                BuiltBatch& r) const {
   std::vector<Item> kept;
   kept.reserve(items.size());
   for (Item& it : items) {
@@ -203,20 +230,31 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
     }
     kept.push_back(std::move(it));
   }
+  return kept;
+}
+
+void GpuLoader::State::host_batch(const std::vector<Item>& kept, std::vector<std::uint8_t>& host, BuiltBatch& r) const {
+  const int S = transform.image_size, C = data->channels();
   const auto n = static_cast<std::int64_t>(kept.size());
-  if (on_host) {
-    r.labels = empty_labels(*data, n);
-    for (std::size_t k = 0; k < kept.size(); ++k) set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
-    // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies here).
-    r.images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8)
-                   .permute({0, 3, 1, 2})
-                   .clone(torch::MemoryFormat::Contiguous);
-    return r;
-  }
+  r.labels = empty_labels(*data, n);
+  for (std::size_t k = 0; k < kept.size(); ++k) set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
+  // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies after).
+  r.images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8)
+                 .permute({0, 3, 1, 2})
+                 .clone(torch::MemoryFormat::Contiguous);
+}
+
+// The uploads and the decoded JPEGs cut and resized by the kernel into r.images on the device;
+// complete (the stream synchronised) on return.
+void GpuLoader::State::device_batch(Worker& w, const std::vector<Item>& kept, const std::vector<std::uint8_t>& host,
+                                    BuiltBatch& r) const {
+  const int S = transform.image_size, C = data->channels();
+  cudaStream_t stream = w.stream->stream();
+  const auto n = static_cast<std::int64_t>(kept.size());
   auto dev = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(output.device));
   r.images = torch::empty({n, C, S, S}, torch::TensorOptions().dtype(torch::kUInt8).device(dev));
   r.labels = empty_labels(*data, n);
-  if (n == 0) return r;
+  if (n == 0) return;
   auto* uploads = static_cast<std::uint8_t*>(w.uploads.reserve(std::max<std::size_t>(host.size(), 1), stream));
   if (!host.empty())
     gpu::check_cuda(cudaMemcpyAsync(uploads, host.data(), host.size(), cudaMemcpyHostToDevice, stream),
@@ -233,9 +271,8 @@ BuiltBatch GpuLoader::State::build(Worker& w, std::int64_t ep, const std::vector
   // uint8 levels, as the CPU Loader's: TrainStep normalises both alike (normalize()).
   gpu::launch_resize(dev_jobs, static_cast<int>(n), S, C, gpu::OutputType::u8, gpu::Normalisation{},
                      r.images.data_ptr(), stream);
-  // Decode buffers, uploads and jobs are reused by the next batch, and `host` dies here.
+  // Decode buffers, uploads and jobs are reused by the next batch, and `host` dies after.
   gpu::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return r;
 }
 
 BuiltBatch GpuLoader::State::build_or_fall_back(Worker& w, const BatchJob& job) {

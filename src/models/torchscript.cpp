@@ -98,6 +98,25 @@ class ScriptedModel : public Model {
   // forward's graph: GetAttr of a child of self, then CallMethod forward on the running value
   // (constants aside: they compute nothing).
   std::string cut_into_children() {
+    std::vector<std::string> order;
+    if (std::string why = children_in_order(order); !why.empty()) return why;
+    if (std::string why = tensor_outside(order); !why.empty()) return why;
+    for (const auto& name : order) {
+      torch::jit::Module child = module_.attr(name).toModule();
+      pieces_.push_back({name, {name}, [child, name](const torch::Tensor& x) mutable {
+                           torch::jit::IValue out = child.forward({x});
+                           if (!out.isTensor())
+                             fail(ErrorKind::invalid, "the TorchScript module's child \"" + name + "\"",
+                                  "a forward returning one tensor (it is a pipeline piece)", "a " + out.tagKind(),
+                                  "return one tensor from each top-level child's forward");
+                           return out.toTensor();
+                         }});
+    }
+    return "";
+  }
+
+  // The children the forward calls, in `order`, when it does nothing else; else what it does besides.
+  std::string children_in_order(std::vector<std::string>& order) {
     namespace jit = torch::jit;
     auto method = module_.find_method("forward");
     if (!method) return "it has no forward method";
@@ -107,7 +126,6 @@ class ScriptedModel : public Model {
     jit::Value* self = graph->inputs()[0];
     jit::Value* running = graph->inputs()[1];
     std::map<const jit::Value*, std::string> child_of;  // a GetAttr's value -> the child's name
-    std::vector<std::string> order;
     auto after = [&] { return order.empty() ? std::string() : " after its child \"" + order.back() + "\""; };
     auto nodes = graph->nodes();
     for (auto it = nodes.begin(); it != nodes.end(); ++it) {
@@ -140,6 +158,11 @@ class ScriptedModel : public Model {
     }
     if (order.empty()) return "its forward calls no child";
     if (graph->outputs()[0] != running) return "its forward does not return its last child's output";
+    return "";
+  }
+
+  // A tensor of the module that is in none of the children called, named; else "".
+  std::string tensor_outside(const std::vector<std::string>& order) {
     const std::set<std::string> called(order.begin(), order.end());
     auto under_a_child = [&](const std::string& tensor) {
       const auto dot = tensor.find('.');
@@ -149,17 +172,6 @@ class ScriptedModel : public Model {
       if (!under_a_child(p.name)) return "its tensor \"" + p.name + "\" is not in a child its forward calls";
     for (const auto& b : module_.named_buffers(true))
       if (!under_a_child(b.name)) return "its tensor \"" + b.name + "\" is not in a child its forward calls";
-    for (const auto& name : order) {
-      torch::jit::Module child = module_.attr(name).toModule();
-      pieces_.push_back({name, {name}, [child, name](const torch::Tensor& x) mutable {
-                           torch::jit::IValue out = child.forward({x});
-                           if (!out.isTensor())
-                             fail(ErrorKind::invalid, "the TorchScript module's child \"" + name + "\"",
-                                  "a forward returning one tensor (it is a pipeline piece)", "a " + out.tagKind(),
-                                  "return one tensor from each top-level child's forward");
-                           return out.toTensor();
-                         }});
-    }
     return "";
   }
 

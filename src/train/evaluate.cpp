@@ -49,6 +49,86 @@ void add_multi_label(const torch::Tensor& logits, const torch::Tensor& y, torch:
   loss_sum += loss;
 }
 
+// What evaluate() adds up, on the device: the loss, per class the images right and seen, all the
+// images seen; a multi-label model's tag counts.
+struct EvalTally {
+  torch::Tensor loss_sum, correct, count, seen;
+  std::optional<MultiLabelTally> tags;
+
+  EvalTally(int num_classes, const EvalOptions& e, const torch::Device& device) {
+    auto dev = torch::TensorOptions().device(device);
+    loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
+    correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
+    count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
+    seen = torch::zeros({1}, dev.dtype(torch::kInt64));  // images, whatever their labels
+    if (e.multi_label) tags.emplace(num_classes, e.thresholds, device);
+  }
+
+  // One chunk of images `x` with labels `y` through the model, added.
+  void add(Model& model, const torch::Tensor& x, const torch::Tensor& y, const StepOptions& options) {
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(options.device.type(), options.amp);
+      logits = model.forward(x).to(torch::kFloat32);
+    }
+    TORCH_CHECK(y.dim() == (tags ? 2 : 1), "evaluation: expected ", tags ? "multi-label targets" : "class indices",
+                ", found labels of ", y.dim(), " dimensions");
+    if (tags) {
+      add_multi_label(logits, y, loss_sum, *tags);
+      return;
+    }
+    // Every temporary first: a chunk that runs out of memory must add nothing.
+    auto loss = torch::nn::functional::cross_entropy(
+                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .to(torch::kFloat64);
+    auto hit = (logits.argmax(1) == y).to(torch::kInt64);
+    auto ones = torch::ones_like(y);
+    loss_sum += loss;
+    correct.index_add_(0, y, hit);
+    count.index_add_(0, y, ones);
+  }
+
+  // The counts summed over the ranks (e.reduce), then as an EvalResult.
+  EvalResult result(int num_classes, const EvalOptions& e) {
+    if (e.reduce) {
+      std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count, seen};
+      if (tags)
+        for (auto& t : tags->counts()) counts.push_back(t);
+      e.reduce(counts);
+    }
+    EvalResult r;
+    auto c = correct.cpu(), n = count.cpu();
+    r.samples = seen.item<std::int64_t>();
+    if (r.samples == 0) return r;
+    r.loss = loss_sum.item<double>() / static_cast<double>(r.samples);
+    if (tags) {
+      tags->fill(r);
+      return r;
+    }
+    r.accuracy = static_cast<double>(c.sum().item<std::int64_t>()) / static_cast<double>(r.samples);
+    for (int i = 0; i < num_classes; ++i) {
+      auto ni = n[i].item<std::int64_t>();
+      r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
+    }
+    return r;
+  }
+};
+
+// A chunk of `chunk` images ran out of memory: the next chunks are half as large (said once).
+// Evaluation batches are >= 256 samples: more than a training micro-batch that fits.
+void halve_after_oom(std::int64_t chunk, EvalOptions& e, const torch::Device& device) {
+  empty_device_cache(device);
+  if (e.out_of_memory) e.out_of_memory(chunk);  // throws
+  if (chunk <= 1)
+    fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
+         "use a smaller {image_size} or model, or a larger {gpu_memory}");
+  e.micro_batch = chunk / 2;
+  if (!e.oom_noted)
+    note("out of GPU memory evaluating " + std::to_string(chunk) + " images at once; continuing with " +
+         std::to_string(e.micro_batch));
+  e.oom_noted = true;
+}
+
 }  // namespace
 
 void check_label_kind(bool model_multi_label, bool data_multi_label, const std::string& data_name) {
@@ -143,13 +223,7 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
   torch::NoGradGuard no_grad;
   bool was_training = model.is_training();
   model.eval();
-  auto dev = torch::TensorOptions().device(options.device);
-  auto loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
-  auto correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
-  auto count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
-  auto seen = torch::zeros({1}, dev.dtype(torch::kInt64));  // images, whatever their labels
-  std::optional<MultiLabelTally> tags;
-  if (e.multi_label) tags.emplace(num_classes, e.thresholds, options.device);
+  EvalTally tally(num_classes, e, options.device);
   std::int64_t forwards = 0;
   torch::Tensor batch_images, batch_labels;
   while (next_batch(batch_images, batch_labels)) {
@@ -161,68 +235,18 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         ++forwards;
         auto x = prepare_batch(batch_images.slice(0, start, end), options);
         auto y = batch_labels.slice(0, start, end).to(options.device, /*non_blocking=*/true);
-        torch::Tensor logits;
-        {
-          AutocastGuard autocast(options.device.type(), options.amp);
-          logits = model.forward(x).to(torch::kFloat32);
-        }
-        TORCH_CHECK(y.dim() == (tags ? 2 : 1), "evaluation: expected ", tags ? "multi-label targets" : "class indices",
-                    ", found labels of ", y.dim(), " dimensions");
-        if (tags) {
-          add_multi_label(logits, y, loss_sum, *tags);
-        } else {
-          // Every temporary first: a chunk that runs out of memory must add nothing.
-          auto loss = torch::nn::functional::cross_entropy(
-                          logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                          .to(torch::kFloat64);
-          auto hit = (logits.argmax(1) == y).to(torch::kInt64);
-          auto ones = torch::ones_like(y);
-          loss_sum += loss;
-          correct.index_add_(0, y, hit);
-          count.index_add_(0, y, ones);
-        }
-        seen += end - start;
+        tally.add(model, x, y, options);
+        tally.seen += end - start;
         start = end;
       } catch (const c10::Error& err) {
-        // Evaluation batches are >= 256 samples: more than a training micro-batch that fits.
         if (!is_out_of_memory(err)) throw;
-        empty_device_cache(options.device);
-        const std::int64_t chunk = end - start;
-        if (e.out_of_memory) e.out_of_memory(chunk);  // throws
-        if (chunk <= 1)
-          fail(ErrorKind::budget, "GPU memory", "room to evaluate one image", "out of memory",
-               "use a smaller {image_size} or model, or a larger {gpu_memory}");
-        e.micro_batch = chunk / 2;
-        if (!e.oom_noted)
-          note("out of GPU memory evaluating " + std::to_string(chunk) + " images at once; continuing with " +
-               std::to_string(e.micro_batch));
-        e.oom_noted = true;
+        halve_after_oom(end - start, e, options.device);
       }
     }
     if (e.after_batch) e.after_batch(n);
   }
   model.train(was_training);
-  if (e.reduce) {
-    std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count, seen};
-    if (tags)
-      for (auto& t : tags->counts()) counts.push_back(t);
-    e.reduce(counts);
-  }
-  EvalResult r;
-  auto c = correct.cpu(), n = count.cpu();
-  r.samples = seen.item<std::int64_t>();
-  if (r.samples == 0) return r;
-  r.loss = loss_sum.item<double>() / static_cast<double>(r.samples);
-  if (tags) {
-    tags->fill(r);
-    return r;
-  }
-  r.accuracy = static_cast<double>(c.sum().item<std::int64_t>()) / static_cast<double>(r.samples);
-  for (int i = 0; i < num_classes; ++i) {
-    auto ni = n[i].item<std::int64_t>();
-    r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
-  }
-  return r;
+  return tally.result(num_classes, e);
 }
 
 EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, const StepOptions& options,

@@ -54,6 +54,26 @@ std::vector<std::int64_t> optimizer_versions(torch::optim::Optimizer& optimizer)
   return v;
 }
 
+// The optimizer's step, after the gradients were found finite (clipped first when asked). A step
+// that runs out of memory after it updated some parameters cannot be redone: exit 4 saying so.
+void optimizer_step(torch::optim::Optimizer& optimizer, std::vector<torch::Tensor>& params, double clip_grad_norm,
+                    const std::function<void()>& before_optimizer_step) {
+  if (clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, clip_grad_norm);
+  auto before = optimizer_versions(optimizer);
+  try {
+    if (before_optimizer_step) before_optimizer_step();
+    optimizer.step();
+  } catch (const c10::Error& e) {
+    // Redoing a step that updated some parameters would update them twice.
+    if (is_out_of_memory(e) && optimizer_versions(optimizer) != before)
+      fail(ErrorKind::budget, "GPU memory", "room for the optimizer step",
+           "out of memory after it had updated some parameters, so it cannot be redone",
+           "run the same command again to resume from the last checkpoint (with a larger {gpu_memory}, or "
+           "{grad_checkpoint}, if this recurs)");
+    throw;
+  }
+}
+
 }  // namespace
 
 torch::Tensor as_channels_last(const torch::Tensor& t) {
@@ -123,22 +143,7 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   auto params = trainable();
   if (reduce_gradients) reduce_gradients(params, {loss_sum});
   bool finite = scaler_.unscale(params);
-  if (finite) {
-    if (options_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
-    auto before = optimizer_versions(optimizer_);
-    try {
-      if (before_optimizer_step) before_optimizer_step();
-      optimizer_.step();
-    } catch (const c10::Error& e) {
-      // Redoing a step that updated some parameters would update them twice.
-      if (is_out_of_memory(e) && optimizer_versions(optimizer_) != before)
-        fail(ErrorKind::budget, "GPU memory", "room for the optimizer step",
-             "out of memory after it had updated some parameters, so it cannot be redone",
-             "run the same command again to resume from the last checkpoint (with a larger {gpu_memory}, or "
-             "{grad_checkpoint}, if this recurs)");
-      throw;
-    }
-  }
+  if (finite) optimizer_step(optimizer_, params, options_.clip_grad_norm, before_optimizer_step);
   scaler_.update();
   result.skipped = !finite;
   result.loss = loss_sum.item<double>() / static_cast<double>(total);
