@@ -23,6 +23,7 @@
 #include "frugal/budget/budget.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/train/run_writer.h"
 #include "frugal/data/loader.h"
 #include "frugal/dataset/train_val.h"
 #include "frugal/run/stop_policy.h"
@@ -271,43 +272,28 @@ struct CheckpointerArgs {
 // writer, disk budget and stop policy, the folder claimed as `frugal train` claims it.
 class PyCheckpointer : OwnedByProcess {
  public:
-  explicit PyCheckpointer(const CheckpointerArgs& a) : run_(a.run), writes_(a.writes) {
+  explicit PyCheckpointer(const CheckpointerArgs& a) {
     std::optional<DeadlineSpec> deadline;
     if (a.deadline) deadline = DeadlineSpec::parse(*a.deadline);
     stop_.emplace(env_, deadline, StopPolicy::Signals::from_caller);
-    claim_ = claim_run_folder(run_, writes_, "training into this run folder");
+    run_ = std::make_unique<RunWriter>(a.run, a.writes, env_);
     try {
       CheckpointOptions co;
       co.retention.keep_last = a.keep_last;
       co.retention.keep_best = 0;
-      manager_ = std::make_unique<CheckpointManager>(run_, co, env_);
-      if (a.disk_budget && writes_) {
-        DiskBudgetOptions bo;
-        bo.limit = parse_size(*a.disk_budget);
-        bo.own_folder = run_;
-        const fs::path ws = a.workspace ? fs::path(*a.workspace) : fs::absolute(run_).parent_path();
-        budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
-        budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
-        manager_->set_disk_budget(budget_.get());
-      }
-      config_ = {{"format", "frugal-run-config"},
-                 {"version", 1},
-                 {"front_end", "python"},
-                 {"keep_last", a.keep_last},
-                 {"keep_best", 0}};
+      std::optional<DiskBudgetOptions> bo;
+      if (a.disk_budget) bo.emplace().limit = parse_size(*a.disk_budget);
+      run_->open(co, bo, a.workspace.value_or(""));
+      config_ = run_config({{"front_end", "python"}, {"keep_last", a.keep_last}, {"keep_best", 0}});
       if (a.disk_budget) config_["disk_budget"] = *a.disk_budget;
       if (a.deadline) config_["deadline"] = *a.deadline;
     } catch (...) {
-      claim_.undo();
+      run_->abandon();
       throw;
     }
   }
   ~PyCheckpointer() {
-    if (forked()) {  // the writer's thread is the parent's
-      (void)writer_.release();
-      (void)budget_.release();
-      (void)manager_.release();
-    }
+    if (forked()) run_->forget_after_fork();  // the writer's thread is the parent's
   }
 
   // Before training: a budget or a disk that cannot keep the run resumable is Error(budget), with
@@ -315,19 +301,17 @@ class PyCheckpointer : OwnedByProcess {
   // training's: config.json written, interrupted writes' temporaries removed.
   void prepare(std::uint64_t weight_bytes, std::uint64_t state_bytes) {
     check_process("frugal.Checkpointer");
-    if (!writes_ || writer_) return;
+    if (!run_->writes() || run_->writing()) return;
     try {
-      if (budget_) manager_->require_room_for_run(weight_bytes, state_bytes, kLogReserve);
-      manager_->require_free_space(weight_bytes, state_bytes, kLogReserve);
+      run_->require_room_for_run(weight_bytes, state_bytes);
+      run_->require_free_space();
     } catch (...) {
-      claim_.undo();
+      run_->abandon();
       throw;
     }
-    manager_->remove_temporaries();
-    const std::string text = config_.dump(2) + "\n";
-    write_atomic(env_, run_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
-    writer_ = std::make_unique<CheckpointWriter>(*manager_);
-    if (budget_) budget_->start_watcher();
+    RunWriter::Start start;
+    start.config = config_;
+    run_->begin_writing(start);
   }
 
   py::object load_latest() {
@@ -335,7 +319,7 @@ class PyCheckpointer : OwnedByProcess {
     std::optional<CheckpointManager::Resume> r;
     {
       py::gil_scoped_release release;
-      r = manager_->load_latest();
+      r = run_->manager().load_latest();
     }
     if (!r) return py::none();
     py::dict d;
@@ -358,8 +342,9 @@ class PyCheckpointer : OwnedByProcess {
   void save(std::int64_t step, std::int64_t epoch, const py::dict& weights, const py::dict& state,
             const std::string& loader, const std::string& metrics, const py::dict& extra, const py::dict& model) {
     check_process("frugal.Checkpointer");
-    if (!writes_) return;
-    if (!writer_) fail(ErrorKind::usage, "frugal.Checkpointer.save", "restore() called first", "no restore()", "");
+    if (!run_->writes()) return;
+    CheckpointWriter* writer = run_->writer();
+    if (!writer) fail(ErrorKind::usage, "frugal.Checkpointer.save", "restore() called first", "no restore()", "");
     Checkpoint ck;
     ck.model.name = py::cast<std::string>(model["name"]);
     ck.model.classes = py::cast<std::vector<std::string>>(model["classes"]);
@@ -380,18 +365,19 @@ class PyCheckpointer : OwnedByProcess {
     py::gil_scoped_release release;
     const bool whole = stop_->wants_whole_save();
     const auto t0 = env_.steady_now();
-    writer_->submit(ck);
-    if (whole) last_ = writer_->wait();
+    writer->submit(ck);
+    if (whole) last_ = writer->wait();
     stop_->save_took(std::chrono::duration<double>(env_.steady_now() - t0).count(), whole);
   }
 
   py::dict wait() {
     check_process("frugal.Checkpointer");
-    if (!writer_) return result_dict(last_);
+    CheckpointWriter* writer = run_->writer();
+    if (!writer) return result_dict(last_);
     {
       py::gil_scoped_release release;
       const auto t0 = env_.steady_now();
-      last_ = writer_->wait();
+      last_ = writer->wait();
       stop_->save_took(std::chrono::duration<double>(env_.steady_now() - t0).count(), false);
     }
     return result_dict(last_);
@@ -409,44 +395,29 @@ class PyCheckpointer : OwnedByProcess {
     if (!stop_->deadline()) return std::nullopt;
     return stop_->deadline()->remaining_seconds();
   }
-  std::optional<std::int64_t> resumable_step() const { return manager_->resumable_step(); }
-  std::string run() const { return run_.string(); }
+  std::optional<std::int64_t> resumable_step() const { return run_->manager().resumable_step(); }
+  std::string run() const { return run_->run().string(); }
 
   // Waits for the pending save and lets the run folder go (its lock, the budget's watcher).
   py::dict close() {
     py::dict r = result_dict(last_);
     if (forked()) return r;
-    if (writer_) r = wait();
-    writer_.reset();
-    budget_.reset();
-    claim_.lock.reset();
+    if (run_->writer()) r = wait();
+    run_->close();
     return r;
   }
 
  private:
-  static constexpr std::uint64_t kLogReserve = 1ull << 20;
   Env& env_ = Env::real();
-  fs::path run_;
-  bool writes_;
   std::optional<StopPolicy> stop_;
-  RunFolderClaim claim_;
-  std::unique_ptr<CheckpointManager> manager_;
-  std::unique_ptr<DiskBudget> budget_;
-  std::unique_ptr<CheckpointWriter> writer_;
+  std::unique_ptr<RunWriter> run_;  // claimed, checkpoints, disk budget, config.json
   nlohmann::json config_;
   SaveResult last_;
 };
 
-}  // namespace
-}  // namespace frugal
-
-PYBIND11_MODULE(_core, m) {
-  using namespace frugal;
-  m.doc() = "frugal's C++ core (use the frugal package, not this module)";
-  set_setting_speller(&python_spelling);
-
-  // frugal.Error(RuntimeError) with .kind ("usage", "budget", ...) and .exit_code (the CLI's for the
-  // same failure). The type lives as long as the process (never freed after the interpreter).
+// frugal.Error(RuntimeError) with .kind ("usage", "budget", ...) and .exit_code (the CLI's for the
+// same failure). The type lives as long as the process (never freed after the interpreter).
+void bind_error(py::module_& m) {
   static PyObject* error_type = py::exception<Error>(m, "Error", PyExc_RuntimeError).release().ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -458,61 +429,65 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetObject(error_type, exc.ptr());
     }
   });
+}
 
+// Loader(...)'s keyword arguments, in the order bind_loader names them.
+std::unique_ptr<PyLoader> make_loader(
+    std::string data, std::string val, std::optional<double> val_split, std::string subset, std::string data_root,
+    std::string labels, std::string label_pattern, std::string label_columns, std::string images_dir,
+    std::string class_names, int channels, double max_bad_fraction, int batch_size, int image_size, bool train,
+    std::uint64_t seed, int workers, bool shuffle, bool drop_last, bool pin_memory, int prefetch, int rank, int world,
+    std::optional<std::string> max_file_bytes, std::string label_separator, std::string labels_header,
+    bool labels_are_classes, std::string val_labels, std::string val_label_columns, std::string val_images_dir,
+    std::vector<std::string> exclude, std::string label_kind, std::string name_encoding, bool cache_decompressed) {
+  LoaderArgs a;
+  a.data = std::move(data);
+  a.val = std::move(val);
+  a.val_split = val_split;
+  a.subset = std::move(subset);
+  a.data_root = std::move(data_root);
+  a.dataset.labels = std::move(labels);
+  a.dataset.label_pattern = std::move(label_pattern);
+  a.dataset.label_columns = std::move(label_columns);
+  a.dataset.label_separator = std::move(label_separator);
+  a.dataset.labels_header = std::move(labels_header);
+  a.dataset.labels_are_classes = labels_are_classes;
+  a.val_labels = {std::move(val_labels), std::move(val_label_columns), std::move(val_images_dir)};
+  a.dataset.exclude = std::move(exclude);
+  a.dataset.label_kind = std::move(label_kind);
+  a.dataset.name_encoding = std::move(name_encoding);
+  a.dataset.cache_decompressed = cache_decompressed;
+  a.dataset.images_dir = std::move(images_dir);
+  a.dataset.class_names = std::move(class_names);
+  a.dataset.channels = channels;
+  a.dataset.max_bad_fraction = max_bad_fraction;
+  if (max_file_bytes) a.dataset.max_file_bytes = parse_size(*max_file_bytes);
+  a.loader.batch_size = batch_size;
+  a.loader.image_size = image_size;
+  a.loader.train = train;
+  a.loader.seed = seed;
+  a.loader.workers = workers;
+  a.loader.shuffle = shuffle;
+  a.loader.drop_last = drop_last;
+  a.loader.pin_memory = pin_memory;
+  a.loader.prefetch_batches = prefetch;
+  a.rank = rank;
+  a.world = world;
+  return std::make_unique<PyLoader>(std::move(a));
+}
+
+void bind_loader(py::module_& m) {
   py::class_<PyLoader>(m, "Loader")
-      .def(py::init([](std::string data, std::string val, std::optional<double> val_split, std::string subset,
-                       std::string data_root, std::string labels, std::string label_pattern, std::string label_columns,
-                       std::string images_dir, std::string class_names, int channels, double max_bad_fraction,
-                       int batch_size, int image_size, bool train, std::uint64_t seed, int workers, bool shuffle,
-                       bool drop_last, bool pin_memory, int prefetch, int rank, int world,
-                       std::optional<std::string> max_file_bytes, std::string label_separator,
-                       std::string labels_header, bool labels_are_classes, std::string val_labels,
-                       std::string val_label_columns, std::string val_images_dir, std::vector<std::string> exclude,
-                       std::string label_kind, std::string name_encoding, bool cache_decompressed) {
-             LoaderArgs a;
-             a.data = std::move(data);
-             a.val = std::move(val);
-             a.val_split = val_split;
-             a.subset = std::move(subset);
-             a.data_root = std::move(data_root);
-             a.dataset.labels = std::move(labels);
-             a.dataset.label_pattern = std::move(label_pattern);
-             a.dataset.label_columns = std::move(label_columns);
-             a.dataset.label_separator = std::move(label_separator);
-             a.dataset.labels_header = std::move(labels_header);
-             a.dataset.labels_are_classes = labels_are_classes;
-             a.val_labels = {std::move(val_labels), std::move(val_label_columns), std::move(val_images_dir)};
-             a.dataset.exclude = std::move(exclude);
-             a.dataset.label_kind = std::move(label_kind);
-             a.dataset.name_encoding = std::move(name_encoding);
-             a.dataset.cache_decompressed = cache_decompressed;
-             a.dataset.images_dir = std::move(images_dir);
-             a.dataset.class_names = std::move(class_names);
-             a.dataset.channels = channels;
-             a.dataset.max_bad_fraction = max_bad_fraction;
-             if (max_file_bytes) a.dataset.max_file_bytes = parse_size(*max_file_bytes);
-             a.loader.batch_size = batch_size;
-             a.loader.image_size = image_size;
-             a.loader.train = train;
-             a.loader.seed = seed;
-             a.loader.workers = workers;
-             a.loader.shuffle = shuffle;
-             a.loader.drop_last = drop_last;
-             a.loader.pin_memory = pin_memory;
-             a.loader.prefetch_batches = prefetch;
-             a.rank = rank;
-             a.world = world;
-             return std::make_unique<PyLoader>(std::move(a));
-           }),
-           py::arg("data"), py::arg("val"), py::arg("val_split"), py::arg("subset"), py::arg("data_root"),
-           py::arg("labels"), py::arg("label_pattern"), py::arg("label_columns"), py::arg("images_dir"),
-           py::arg("class_names"), py::arg("channels"), py::arg("max_bad_fraction"), py::arg("batch_size"),
-           py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"), py::arg("shuffle"),
-           py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"), py::arg("world"),
-           py::arg("max_file_bytes"), py::arg("label_separator") = "", py::arg("labels_header") = "auto",
-           py::arg("labels_are_classes") = false, py::arg("val_labels") = "", py::arg("val_label_columns") = "",
-           py::arg("val_images_dir") = "", py::arg("exclude") = std::vector<std::string>{}, py::arg("label_kind") = "",
-           py::arg("name_encoding") = "", py::arg("cache_decompressed") = false)
+      .def(py::init(&make_loader), py::arg("data"), py::arg("val"), py::arg("val_split"), py::arg("subset"),
+           py::arg("data_root"), py::arg("labels"), py::arg("label_pattern"), py::arg("label_columns"),
+           py::arg("images_dir"), py::arg("class_names"), py::arg("channels"), py::arg("max_bad_fraction"),
+           py::arg("batch_size"), py::arg("image_size"), py::arg("train"), py::arg("seed"), py::arg("workers"),
+           py::arg("shuffle"), py::arg("drop_last"), py::arg("pin_memory"), py::arg("prefetch"), py::arg("rank"),
+           py::arg("world"), py::arg("max_file_bytes"), py::arg("label_separator") = "",
+           py::arg("labels_header") = "auto", py::arg("labels_are_classes") = false, py::arg("val_labels") = "",
+           py::arg("val_label_columns") = "", py::arg("val_images_dir") = "",
+           py::arg("exclude") = std::vector<std::string>{}, py::arg("label_kind") = "", py::arg("name_encoding") = "",
+           py::arg("cache_decompressed") = false)
       .def("start", &PyLoader::start, py::arg("epoch"), py::arg("position"))
       .def("next", &PyLoader::next)
       .def_property_readonly("batches_per_epoch", &PyLoader::batches_per_epoch)
@@ -526,7 +501,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("rank", &PyLoader::rank)
       .def_property_readonly("world", &PyLoader::world)
       .def_property_readonly("notes", &PyLoader::notes);
+}
 
+void bind_checkpointer(py::module_& m) {
   py::class_<PyCheckpointer>(m, "Checkpointer")
       .def(py::init([](std::string run, std::optional<std::string> disk_budget, int keep_last,
                        std::optional<std::string> deadline, std::optional<std::string> workspace, bool writes) {
@@ -554,14 +531,10 @@ PYBIND11_MODULE(_core, m) {
       .def("resumable_step", &PyCheckpointer::resumable_step)
       .def_property_readonly("run", &PyCheckpointer::run)
       .def("close", &PyCheckpointer::close);
+}
 
-  m.def(
-      "normalize",
-      [](const torch::Tensor& images, const std::vector<float>& mean, const std::vector<float>& std) {
-        return normalize(images, mean, std);
-      },
-      py::arg("images"), py::arg("mean"), py::arg("std"));
-
+// split, join and verify, without the GIL while they work.
+void bind_archive_functions(py::module_& m) {
   m.def(
       "split",
       [](const std::string& path, const std::string& size, const std::string& out) {
@@ -606,6 +579,25 @@ PYBIND11_MODULE(_core, m) {
         return text;
       },
       py::arg("path"), py::arg("threads"));
+}
+
+}  // namespace
+}  // namespace frugal
+
+PYBIND11_MODULE(_core, m) {
+  using namespace frugal;
+  m.doc() = "frugal's C++ core (use the frugal package, not this module)";
+  set_setting_speller(&python_spelling);
+  bind_error(m);
+  bind_loader(m);
+  bind_checkpointer(m);
+  m.def(
+      "normalize",
+      [](const torch::Tensor& images, const std::vector<float>& mean, const std::vector<float>& std) {
+        return normalize(images, mean, std);
+      },
+      py::arg("images"), py::arg("mean"), py::arg("std"));
+  bind_archive_functions(m);
   m.def("count_signals", &count_signals, py::arg("signal"));
   m.def("signal_arrivals", [] { return g_arrivals.load(); });
   m.def("rank_world", [] {
