@@ -22,13 +22,13 @@
 #include "frugal/image/image.h"
 #include "frugal/util/progress.h"
 #include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/train/run_writer.h"
 #include "frugal/train/train.h"
 #include "frugal/util/units.h"
 #include "train/device.h"
 #include "train/collective.h"
 #include "train/distributed.h"
 #include "train/run_state.h"
-#include "frugal/run/events.h"
 #include "frugal/run/global_batch.h"
 #include "frugal/run/stop_policy.h"
 #include "frugal/budget/time_budget.h"
@@ -47,13 +47,12 @@ std::string count(std::int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-// What {disk_budget} counts: the workspace (--workspace, else the run folder's parent), and the
-// tars {cache_decompressed} makes of DATA and VAL wherever the cache folder is.
-DiskBudgetOptions budget_options(const TrainConfig& c, const fs::path& run_dir, fs::path& workspace) {
+// What {disk_budget} counts besides the workspace (budget_workspace()): the tars
+// {cache_decompressed} makes of DATA and VAL wherever the cache folder is.
+DiskBudgetOptions budget_options(const TrainConfig& c, const fs::path& run_dir) {
   DiskBudgetOptions bo;
   bo.limit = c.disk_budget.bytes;
   bo.own_folder = run_dir;
-  workspace = c.workspace.empty() ? fs::absolute(run_dir).parent_path() : fs::path(c.workspace);
   if (c.cache_decompressed)
     for (const std::string* data : {&c.data, &c.val})
       if (!data->empty())
@@ -64,17 +63,16 @@ DiskBudgetOptions budget_options(const TrainConfig& c, const fs::path& run_dir, 
 // What is left of {disk_budget} for those tars: the limit less all else it counts (their own bytes
 // from an earlier run are left out: the tar is made again or reused as it is).
 std::uint64_t cache_budget(const TrainConfig& c, const fs::path& run_dir, Env& env) {
-  fs::path ws;
-  const DiskBudgetOptions bo = budget_options(c, run_dir, ws);
-  std::uint64_t used = DiskBudget(ws, bo, env).used();
+  const DiskBudgetOptions bo = budget_options(c, run_dir);
+  std::uint64_t used = DiskBudget(budget_workspace(run_dir, c.workspace), bo, env).used();
   for (const auto& f : bo.counted) used -= std::min(used, allocated_size(f));
   return used >= *bo.limit ? 0 : *bo.limit - used;
 }
 
 // Everything one run holds; the loop below reads as the algorithm.
 //
-// The run folder is the session's alone and frugal's (claim_run_folder(), before anything in it is
-// read): locked, and refused when it holds files frugal did not write.
+// The run folder is the session's alone and frugal's (run_: a RunWriter, made before anything in
+// it is read): locked, and refused when it holds files frugal did not write.
 // Nothing is written until training really starts (begin_writing(), after the first step of the
 // session passed the deadline's check): options, data, model, memory, disk budget and free space,
 // resume state and the first step are all checked first, so a run refused for any of them leaves
@@ -91,7 +89,6 @@ class Session {
 
  private:
   SessionOutcome train();
-  void claim_run_folder();
   void open_data();
   void choose_decode();
   void build_model();
@@ -146,13 +143,6 @@ class Session {
   int replicas() const { return group_ ? group_->replicas() : 1; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * replicas(); }
   void check_disk_budget();
-  void check_free_space();
-  void note_save(const SaveResult& r);
-  std::string room_hint() const;
-  bool may_write(std::uint64_t bytes, const char* what);
-  void append_metrics(const std::string& line);
-  void log_scalar(const char* tag, double value);
-  void log_write_failed(const char* what, const Error& e);
   SessionOutcome stopped();
   SessionOutcome outcome(SessionOutcome::Status status, std::int64_t resumable_step) const;
   bool should_stop(bool eval_due);
@@ -163,7 +153,7 @@ class Session {
   EvalResult evaluate_epoch(double& secs);
   void add_multi_label_figures(const EvalResult& e);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
-  void write_config();
+  nlohmann::json run_config_json() const;
 
   // Constant after construction.
   TrainConfig c_;  // a copy: --decode auto and the epochs mode are resolved in it
@@ -172,7 +162,6 @@ class Session {
 
   // Made before training and constant during it: the run's rooms and resources.
   RunIdentity identity_;  // built once the data and the world size are known
-  RunFolderClaim claim_;  // the run folder: the folders made for it, its lock (rank 0), held for the session
   std::shared_ptr<Dataset> train_, val_;
   std::vector<std::string> classes_;
   std::map<std::string, std::uint64_t> skipped_, val_skipped_;  // files left out, by reason (the outcome)
@@ -188,14 +177,13 @@ class Session {
   EvalOptions eval_options_;                   // the evaluation chunk that fits, kept across epochs
   std::unique_ptr<BatchSource> train_loader_;  // Loader, GpuLoader (--decode gpu) or LabelLoader (a later stage)
   std::unique_ptr<BatchSource> val_loader_;    // Loader, or LabelLoader (a later stage: not read)
-  std::unique_ptr<CheckpointManager> manager_;
-  std::unique_ptr<CheckpointWriter> writer_;
-  std::unique_ptr<DiskBudget> budget_;
+  // The run folder: its claim (the folders made for it, its lock on rank 0), checkpoints, disk
+  // budget, config.json, metrics.jsonl and events; made before anything in the folder is read.
+  std::unique_ptr<RunWriter> run_;
   std::optional<StopPolicy> stop_;  // deadline, signals and the costs they are decided from; made first
   // Ends the process when a step does not return by the deadline or a signal plus the stop grace
-  // (the CLI's sessions, on the real clock). After manager_: destroyed before it, as it asks it.
+  // (the CLI's sessions, on the real clock). After run_: destroyed before its manager, as it asks it.
   std::optional<Watchdog> watchdog_;
-  std::unique_ptr<EventWriter> events_;
   std::unique_ptr<TrainLog> log_;
   std::optional<DistEnv> dist_env_;                  // launched by torchrun as one of several ranks
   std::unique_ptr<Collective> group_;                // the run's other processes (solo: none), once the device is known
@@ -203,7 +191,6 @@ class Session {
   nlohmann::json saved_plan_;                        // the resumed checkpoint's time budget (null: none)
   fs::path resume_file_;                             // the checkpoint resumed from (its file name)
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
-  std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured before training
   std::int64_t start_epoch_ = 0, start_position_ = 0, steps_per_epoch_ = 0;
 
   // Per session: where the run stands and what the session has told and written.
@@ -213,17 +200,14 @@ class Session {
   double last_lr_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
-  std::int64_t epochs_done_ = 0;              // epochs completed, earlier sessions included
-  std::int64_t noted_total_ = 0;              // the planned steps the log last told
-  std::vector<std::string> pending_records_;  // plan records made before the run folder may change
-  std::string no_room_;  // why a save found no room ("disk full", ...): the session stops resumable
+  std::int64_t epochs_done_ = 0;  // epochs completed, earlier sessions included
+  std::int64_t noted_total_ = 0;  // the planned steps the log last told
   std::string stop_reason_;
   std::string resume_hint_;              // what a rerun must change to continue (stopped()); "": nothing
   std::optional<ScheduleTail> tail_;     // after --extend (this session's or an earlier one's)
   std::optional<RunState> extend_from_;  // --extend: where the run was, for start_tail
   double saved_peak_ = 0;                // --extend: the run's --lr
   bool new_tail_ = false;                // --extend starts a tail in this session
-  bool writing_ = false, log_room_warned_ = false, log_failure_warned_ = false;
 
   // Per epoch.
   std::int64_t step_in_epoch_ = 0;
@@ -235,9 +219,6 @@ class Session {
   // Per step.
   Env::SteadyTime agreed_from_{};  // the step's agreement began (step_seconds_ counts from it)
 };
-
-// Room kept for what the trainer writes besides checkpoints (config.json, metrics.jsonl, events).
-constexpr std::uint64_t kLogReserve = 1ull << 20;
 
 void Session::open_data() {
   DatasetOptions d;
@@ -665,21 +646,16 @@ void Session::prepare_resume() {
   co.retention.keep_best = c_.keep_best;
   co.retention.keep_last = c_.keep_last;
   co.delta = c_.delta;
-  manager_ = std::make_unique<CheckpointManager>(run_dir_, co, env_);
-  if (watchdog_) watchdog_->set_resumable_probe([m = manager_.get()] { return m->resumable_step(); });
-  if (c_.disk_budget && rank0()) {  // only rank 0 writes
-    fs::path ws;
-    const DiskBudgetOptions bo = budget_options(c_, run_dir_, ws);
-    budget_ = std::make_unique<DiskBudget>(ws, bo, env_);
-    budget_->set_evictable([m = manager_.get()] { return m->evictable(); });
-    manager_->set_disk_budget(budget_.get());
-  }
+  std::optional<DiskBudgetOptions> bo;
+  if (c_.disk_budget) bo = budget_options(c_, run_dir_);
+  run_->open(co, bo, c_.workspace);  // the budget: rank 0's, the one that writes
+  if (watchdog_) watchdog_->set_resumable_probe([m = &run_->manager()] { return m->resumable_step(); });
   check_disk_budget();
   if (c_.extend && c_.fresh)
     fail(ErrorKind::usage, "{extend} with {fresh}", "one of them", "both",
          "{extend} goes on with the run's checkpoints; {fresh} discards them");
   if (c_.fresh) return;
-  resume_ = manager_->load_latest();
+  resume_ = run_->manager().load_latest();
   if (!resume_ && c_.extend)
     fail(ErrorKind::usage, run_dir_.string(), "a run to {extend}: a checkpoint in the run folder", "none",
          "leave out {extend} to start this run, or name the run folder of the run to go on with");
@@ -712,33 +688,14 @@ void Session::prepare_resume() {
 }
 
 // Training really starts: from here on the run folder changes.
+// (Rank 0 writes the run folder; the others only train.)
 void Session::begin_writing() {
-  if (writing_) return;
-  writing_ = true;
-  if (!rank0()) return;  // rank 0 writes the run folder; the others only train
-  if (int n = manager_->remove_temporaries())
-    note("removed " + count(n, "leftover temporary file", "leftover temporary files"));
-  if (c_.fresh) {
-    // The old run's checkpoints carry higher step numbers and would rank newest, and its metrics
-    // and events would read as this run's: drop them.
-    manager_->discard_previous();
-    env_.remove_file(run_dir_ / kMetricsFile);
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(run_dir_, ec))
-      if (const auto name = e.path().filename().string();
-          name.rfind("events.out.tfevents.", 0) == 0 && name.ends_with(".frugal"))  // never another writer's
-        env_.remove_file(e.path());
-  }
-  if (budget_) budget_->start_watcher();
-  write_config();
-  writer_ = std::make_unique<CheckpointWriter>(*manager_);
-  try {
-    events_ = std::make_unique<EventWriter>(run_dir_, env_);
-  } catch (const Error& e) {
-    log_write_failed("the TensorBoard events", e);
-  }
-  for (const auto& line : pending_records_) append_metrics(line);
-  pending_records_.clear();
+  if (run_->writing()) return;
+  RunWriter::Start start;
+  if (rank0()) start.config = run_config_json();
+  start.fresh = c_.fresh;
+  start.events = start.say_removed = true;
+  run_->begin_writing(start);
 }
 
 Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const {
@@ -770,84 +727,19 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
 // Before training: a budget that cannot keep the run resumable is exit 4 now, rather than a run
 // that saves nothing a rerun can continue from (or ends over its budget).
 void Session::check_disk_budget() {
-  weight_bytes_ = state_bytes_ = 0;
-  for (const auto& [name, t] : state_dict(*model_)) weight_bytes_ += t.nbytes();
-  for (const auto& [name, t] : optimizer_state(*opt_.optimizer, param_names(opt_))) state_bytes_ += t.nbytes();
-  for (const auto& [name, t] : scaler_->state()) state_bytes_ += t.nbytes();
-  state_bytes_ += cpu_rng_state().nbytes();
-  if (budget_) manager_->require_room_for_run(weight_bytes_, state_bytes_, kLogReserve);
-}
-
-// Before training, budget or not: a disk that cannot take the next checkpoint is exit 4 now (a
-// rerun after a full disk stopped the run), not a session that trains and fails at its first save.
-void Session::check_free_space() {
-  if (rank0()) manager_->require_free_space(weight_bytes_, state_bytes_, kLogReserve);
-}
-
-// A save that found no room (the disk full, or nothing left within the budget) ends the session at
-// the next step, resumable from the last checkpoint saved: training on would only redo steps that
-// no save can keep, and each rerun would train them again.
-void Session::note_save(const SaveResult& r) {
-  if (r.status == SaveResult::Status::disk_full)
-    no_room_ = "disk full";
-  else if (r.status == SaveResult::Status::skipped_no_room || r.status == SaveResult::Status::weights_only)
-    no_room_ = budget_ && budget_->options().limit ? "no room within {disk_budget}" : "no room on the disk";
-}
-
-std::string Session::room_hint() const {
-  return "free at least " + format_size(manager_->room_for_save(weight_bytes_, state_bytes_, kLogReserve)) +
-         " on the disk of " + run_dir_.string() + " (frugal du, frugal clean)" +
-         (budget_ && budget_->options().limit ? " or raise {disk_budget}" : "");
-}
-
-// Logs ask the disk budget too; without room a record is dropped (one warning), not the run.
-bool Session::may_write(std::uint64_t bytes, const char* what) {
-  if (!budget_ || budget_->reserve(bytes)) return true;
-  if (!log_room_warned_)
-    warn(std::string("no room within the disk budget for ") + what +
-         "; log records are dropped until there is. Free space (frugal du, frugal clean) or raise {disk_budget}");
-  log_room_warned_ = true;
-  return false;
-}
-
-// A log record that cannot be written (disk full, an I/O error) is dropped with one warning, as
-// when the budget has no room: the logs serve the run, they do not stop it. The checkpoints decide
-// how the run ends (a disk that stays full skips them, and the final save's failure is exit 4).
-void Session::log_write_failed(const char* what, const Error& e) {
-  if (!log_failure_warned_)
-    warn(std::string("could not write ") + what + " (" + e.what() + "); log records are dropped, training goes on");
-  log_failure_warned_ = true;
-}
-
-// One whole line or nothing: an appendable file cuts a failed append back (env.h), so a reader
-// never sees a torn record.
-void Session::append_metrics(const std::string& line) {
-  if (!rank0()) return;
-  if (!may_write(line.size(), kMetricsFile)) return;
-  try {
-    auto file = env_.new_appendable_file(run_dir_ / kMetricsFile);
-    file->append(line);
-    file->close();
-  } catch (const Error& e) {
-    log_write_failed(kMetricsFile, e);
-  }
-}
-
-void Session::log_scalar(const char* tag, double value) {
-  if (!events_) return;
-  try {
-    events_->scalar(tag, static_cast<float>(value), global_step_);
-  } catch (const Error& e) {
-    events_.reset();
-    log_write_failed("the TensorBoard events", e);
-  }
+  std::uint64_t weight_bytes = 0, state_bytes = 0;
+  for (const auto& [name, t] : state_dict(*model_)) weight_bytes += t.nbytes();
+  for (const auto& [name, t] : optimizer_state(*opt_.optimizer, param_names(opt_))) state_bytes += t.nbytes();
+  for (const auto& [name, t] : scaler_->state()) state_bytes += t.nbytes();
+  state_bytes += cpu_rng_state().nbytes();
+  run_->require_room_for_run(weight_bytes, state_bytes);
 }
 
 // Stopped resumable only when a rerun really continues: from this step when its checkpoint was
 // saved, else from the last one saved; with none saved a rerun would start over, which is a
 // budget failure.
 SessionOutcome Session::stopped() {
-  const std::optional<std::int64_t> mine = rank0() ? manager_->resumable_step() : std::nullopt;
+  const std::optional<std::int64_t> mine = rank0() ? run_->manager().resumable_step() : std::nullopt;
   const std::int64_t saved = group_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(global_step_);
   if (saved == global_step_) {
@@ -857,7 +749,8 @@ SessionOutcome Session::stopped() {
   if (saved >= 0) {
     note(at + "; its checkpoint was not saved, so a rerun continues from step " + std::to_string(saved) +
          " (the last checkpoint saved) and redoes the steps after it; " +
-         (no_room_.empty() ? std::string() : room_hint() + ", then ") + "run the same command again to continue");
+         (run_->no_room().empty() ? std::string() : run_->room_hint() + ", then ") +
+         "run the same command again to continue");
     return outcome(SessionOutcome::Status::stopped_resumable, saved);
   }
   fail(ErrorKind::budget, run_dir_.string(), "a resumable checkpoint saved before stopping",
@@ -930,21 +823,22 @@ void Session::save(const Checkpoint& ckpt, bool wait) {
   begin_writing();
   wait = wait || stop_->wants_whole_save();
   auto t0 = env_.steady_now();
-  note_save(writer_->wait());  // the previous save's result, which submit() would not tell
-  writer_->submit(ckpt);
+  CheckpointWriter& writer = *run_->writer();
+  run_->note_save(writer.wait());  // the previous save's result, which submit() would not tell
+  writer.submit(ckpt);
   if (wait) {
-    auto r = writer_->wait();  // what a rerun resumes from is decided by stopped()
+    auto r = writer.wait();  // what a rerun resumes from is decided by stopped()
     if (!r.message.empty()) note(r.message);
-    note_save(r);
+    run_->note_save(r);
   }
   last_save_ = env_.steady_now();
   stop_->save_took(seconds_since(t0, last_save_), wait);
 }
 
 bool Session::should_stop(bool eval_due) {
-  if (rank0() && writer_ && !writer_->busy()) note_save(writer_->wait());  // a background save done
-  if (!no_room_.empty()) {
-    stop_reason_ = no_room_;
+  if (CheckpointWriter* w = run_->writer(); w && !w->busy()) run_->note_save(w->wait());  // a background save done
+  if (!run_->no_room().empty()) {
+    stop_reason_ = run_->no_room();
     return true;
   }
   if (auto why = stop_->before_step(eval_due)) {
@@ -1124,7 +1018,8 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
     epoch_loss_samples_ += r.samples;
   }
   log_->step(global_step_, total_steps_, epoch, r, last_lr_);
-  if (global_step_ % 20 == 0 && rank0() && may_write(64, "the TensorBoard events")) log_scalar("train/loss", r.loss);
+  if (global_step_ % 20 == 0 && rank0() && run_->may_write(64, "the TensorBoard events"))
+    run_->event_scalar("train/loss", r.loss, global_step_);
 }
 
 bool Session::save_due(const Collective::StepPlan& plan) {
@@ -1192,21 +1087,15 @@ std::string shell_word(const std::string& s) {
 
 // The epoch's validation in the TensorBoard events, flushed.
 void Session::write_epoch_events(const EvalResult& e) {
-  if (e.samples > 0 && rank0() && may_write(128, "the TensorBoard events")) {
-    log_scalar("val/loss", e.loss);
-    log_scalar("val/accuracy", e.accuracy);
+  if (e.samples > 0 && rank0() && run_->may_write(128, "the TensorBoard events")) {
+    run_->event_scalar("val/loss", e.loss, global_step_);
+    run_->event_scalar("val/accuracy", e.accuracy, global_step_);
     if (e.multi_label) {
-      log_scalar("val/mean_ap", e.mean_ap);
-      log_scalar("val/f1", e.f1);
+      run_->event_scalar("val/mean_ap", e.mean_ap, global_step_);
+      run_->event_scalar("val/f1", e.f1, global_step_);
     }
   }
-  if (!events_) return;
-  try {
-    events_->flush();
-  } catch (const Error& err) {
-    events_.reset();
-    log_write_failed("the TensorBoard events", err);
-  }
+  run_->flush_events();
 }
 
 // Undecodable validation images count against {max_bad_fraction} as training's do, over every
@@ -1320,7 +1209,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   // that ended mid-epoch goes on in the loader's next epoch, so counting from step 0 undercounts).
   const std::int64_t steps_left = std::max<std::int64_t>(0, total_steps_ - global_step_);
   log_->epoch(epoch, time_budget_ ? epoch + 1 + (steps_left + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
-  append_metrics(last_metrics_.dump() + "\n");
+  run_->append_metrics(last_metrics_.dump() + "\n");
   write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (time_budget_) {
@@ -1405,16 +1294,12 @@ void Session::update_plan(bool after_eval) {
     note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
     noted_total_ = total_steps_;
   }
-  if (writing_)
-    append_metrics(record.dump() + "\n");
-  else
-    pending_records_.push_back(record.dump() + "\n");
+  run_->append_metrics_when_writing(record.dump() + "\n");
 }
 
-void Session::write_config() {
+// config.json: the run's identity, and what this session resolved.
+nlohmann::json Session::run_config_json() const {
   nlohmann::json j = identity_.to_json();
-  j["format"] = "frugal-run-config";
-  j["version"] = 1;
   j["model_info"] = {{"name", info_.name},
                      {"image_size", info_.image_size},
                      {"channels", info_.channels},
@@ -1422,24 +1307,15 @@ void Session::write_config() {
                      {"std", info_.std}};
   j["resolved"] = {{"device", device_.str()}, {"amp", to_string(amp_)}, {"micro_batch", step_options_.micro_batch}};
   j["data"] = data_decided_;
-  const std::string text = j.dump(2) + "\n";
-  write_atomic(env_, run_dir_ / kConfigFile, [&](WritableFile& f) { f.append(text); });
-}
-
-// The run folder is made, locked and refused when frugal did not make it (run_folder.h's
-// claim_run_folder); only rank 0 writes the run folder, so only rank 0 locks it.
-void Session::claim_run_folder() {
-  claim_ = frugal::claim_run_folder(run_dir_, !dist_env_ || dist_env_->rank == 0, "training into this run folder");
+  return run_config(std::move(j));
 }
 
 SessionOutcome Session::execute() {
   try {
     return train();
   } catch (...) {
-    // Refused before training started: leave no folder behind that this run made (only empty
-    // ones go; rmdir refuses anything else). The lock is still held, so no other training has
-    // begun to use the folder.
-    if (!writing_) claim_.undo();
+    // Refused before training started: leave no folder behind that this run made.
+    if (run_) run_->abandon();
     throw;
   }
 }
@@ -1449,7 +1325,9 @@ SessionOutcome Session::train() {
   stop_.emplace(env_, c_.deadline);
   start_watchdog();
   dist_env_ = dist_env();
-  claim_run_folder();
+  // The run folder is made, locked and refused when frugal did not make it (run_folder.h's
+  // claim_run_folder); only rank 0 writes the run folder, so only rank 0 locks it.
+  run_ = std::make_unique<RunWriter>(run_dir_, !dist_env_ || dist_env_->rank == 0, env_);
   stop_->check_time_left();
   if (c_.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   if (dist_env_ && dist_env_->rank != 0) Progress::set_quiet(true);  // rank 0 speaks for the run
@@ -1465,7 +1343,7 @@ SessionOutcome Session::train() {
   if (c_.epochs_auto()) start_time_budget();
   if (extend_from_) start_tail(*extend_from_, saved_peak_);  // over the steps planned for the new budget
   if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
-    check_free_space();  // a run with nothing left to train saves nothing
+    run_->require_free_space();  // a run with nothing left to train saves nothing
   if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = group_->make_step(*model_, *opt_.optimizer, *scaler_, step_options_);
   log_ = std::make_unique<TrainLog>(c_.json, env_);
@@ -1558,14 +1436,14 @@ SessionOutcome Session::finish() {
   begin_writing();  // a resumed run that had nothing left to train still records its config
   bool saved = true;
   if (rank0()) {
-    auto r = writer_->wait();
+    auto r = run_->writer()->wait();
     if (!r.message.empty()) note(r.message);
     saved = r.status != SaveResult::Status::skipped_no_room && r.status != SaveResult::Status::disk_full;
-    if (!saved) note_save(r);
+    if (!saved) run_->note_save(r);
   }
   saved = group_->from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
   if (!saved) {
-    stop_reason_ = rank0() ? no_room_ : "no room on rank 0";
+    stop_reason_ = rank0() ? run_->no_room() : "no room on rank 0";
     return stopped();
   }
   log_->done();
