@@ -3,7 +3,9 @@
 # notebook cell (step 2) once per "session" until training finishes. Only the cell's edit-me lines
 # are replaced (paths under a scratch folder, this checkout as the repository, a small model, a
 # deadline of seconds, then a long one); the build inside the cell runs as `make -n`
-# (MAKEFLAGS=n), so the cell trains with the frugal this build made, which is on PATH.
+# (MAKEFLAGS=n), so it makes no wheel and the cell trains with the frugal this build made, which is
+# on PATH. tests/wheel/notebook_cell_test.sh runs the same cell with a real wheel (two sessions,
+# the second installing it without compiling).
 source "$(dirname "$0")/lib/common.sh"
 keep_going
 py=${FRUGAL_PYTHON:-$src/.venv/bin/python}  # run by hand: the checkout's .venv (scikit-image)
@@ -64,8 +66,9 @@ for session in 1 2 3 4; do
   fi
 done
 s1=$tmp/s1.log
-grep -q "ninja -C build -j [0-9]* frugal frugal-torch" "$s1" && grep -q "scripts/setup.sh" "$s1" &&
-  ok "the cell sets up and builds frugal and frugal-torch only" || { bad "build step"; head -20 "$s1"; }
+grep -q "scripts/make_wheel.sh" "$s1" && grep -q "scripts/setup.sh" "$s1" &&
+  grep -q "^frugal: no wheel for this notebook's torch" "$s1" &&
+  ok "the cell sets up and builds a wheel when it has none" || { bad "build step"; head -20 "$s1"; }
 [ -f "$tmp/working/frugal/README.md" ] && ok "cloned into the persistent folder" || bad "no clone in WORK"
 grep -q "^LibTorch " "$s1" && ok "frugal doctor ran" || bad "no doctor report in session 1"
 [ "$finished" -eq 2 ] && ok "finished in session 2" || bad "finished in session $finished (want 2)"
