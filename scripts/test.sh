@@ -8,10 +8,16 @@ build=${1:-build}
 rc=0
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 900 || rc=1
 # The binary wheel (make wheel) built in the same build folder, once no test runs from it, then
-# installed into a fresh venv of torch, torchvision and numpy and used from there (about 3 minutes;
+# installed into a fresh venv of torch, torchvision and numpy and used from there, then the README's
+# notebook cell run with it for two sessions (about 5 minutes in all;
 # FRUGAL_WHEEL_TEST=0 leaves it out of a run by hand). Only with the Python package built.
 if [ "${FRUGAL_WHEEL_TEST:-1}" != 0 ] && ls "$build"/python/frugal/_core*.so > /dev/null 2>&1; then
-  tests/wheel/wheel_test.sh "$build" || rc=1
+  if tests/wheel/wheel_test.sh "$build"; then
+    # The README's notebook cell with that wheel: two sessions, the second compiling nothing.
+    tests/wheel/notebook_cell_test.sh "$(ls -t dist/frugal-*.whl | head -1)" || rc=1
+  else
+    rc=1
+  fi
 fi
 if [ -x scripts/fuzz.sh ]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh || rc=1
