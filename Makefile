@@ -6,6 +6,7 @@
 # make tidy  - clang-tidy over the torch-free code (scripts/tidy.sh; its compile database in build-tidy/)
 # make python - install the Python package frugal into .venv, built against its torch (docs/python.md)
 # make wheel - a binary wheel of frugal for .venv's torch in dist/ (scripts/make_wheel.sh; docs/python.md)
+# make frugal - the torch-free frugal alone (pack, split, join, verify, ls, extract), no PyTorch download
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -13,7 +14,7 @@ CMAKE_FLAGS ?=
 # built by `make test` and `make bench`.
 DEMO_TARGETS = frugal frugal-torch
 
-.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy python wheel clean
+.PHONY: all setup configure build tools test demo bench fuzz sanitize tidy python wheel frugal clean
 
 all: build
 
@@ -64,9 +65,22 @@ tidy:
 	@scripts/tidy.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-tsan
+	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-tsan build-archive build-archive.configure.log dist
 
 # The programs, the Python package and the libraries they need but torch's, in one wheel for
 # .venv's torch (scripts/make_wheel.sh): `pip install dist/frugal-*.whl` in seconds, no compiler.
 wheel: configure
 	@scripts/make_wheel.sh $(BUILD)
+
+# The laptop step of the notebook guide (pack and split) needs only the torch-free frugal: set-up
+# installs the Debian packages alone and build-archive/ builds it without LibTorch (parquet DATA
+# only when a pyarrow is already in .venv). The program is build-archive/bin/frugal.
+ARCHIVE_BUILD ?= build-archive
+frugal:
+	@FRUGAL_SETUP_NO_TORCH=1 scripts/setup.sh
+	@cmake -S . -B $(ARCHIVE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRUGAL_WITH_TORCH=OFF \
+	  -DFRUGAL_TESTS=OFF -DFRUGAL_BENCH=OFF -DFRUGAL_PYTHON_MODULE=OFF \
+	  -DFRUGAL_PARQUET=$$(.venv/bin/python -c 'import pyarrow' 2>/dev/null && echo ON || echo OFF) \
+	  >$(ARCHIVE_BUILD).configure.log 2>&1 || { cat $(ARCHIVE_BUILD).configure.log; exit 1; }
+	@ninja -C $(ARCHIVE_BUILD) -j $(JOBS) frugal
+	@echo "built $(ARCHIVE_BUILD)/bin/frugal (torch-free: pack, split, join, verify, ls, extract)"

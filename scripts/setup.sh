@@ -322,4 +322,9 @@ install_nvjpeg() {
 }
 
 [ -n "${FRUGAL_SETUP_SKIP_DEBS:-}" ] || install_debs  # tests of the torch choice skip apt
-setup_venv
+# `make frugal` (the torch-free frugal alone: a laptop's pack and split) needs no PyTorch.
+if [ -n "${FRUGAL_SETUP_NO_TORCH:-}" ]; then
+  say "torch-free: the Debian packages only, no .venv and no PyTorch download"
+else
+  setup_venv
+fi
