@@ -28,6 +28,7 @@
 #include "train/device.h"
 #include "train/collective.h"
 #include "train/distributed.h"
+#include "train/horizon.h"
 #include "train/run_state.h"
 #include "frugal/run/global_batch.h"
 #include "frugal/run/stop_policy.h"
@@ -106,7 +107,6 @@ class Session {
   void check_resume_learns_the_same();
   bool check_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
   bool check_budget_extension(const Checkpoint& ck, std::vector<std::string>& changes) const;
-  void start_tail(const RunState& saved, double saved_peak);
   void start_together();
   void make_loaders();
   void say_plan() const;
@@ -146,10 +146,7 @@ class Session {
   SessionOutcome stopped();
   SessionOutcome outcome(SessionOutcome::Status status, std::int64_t resumable_step) const;
   bool should_stop(bool eval_due);
-  void start_time_budget();
-  void update_plan(bool after_eval);
-  void replan_for_new_budget();
-  void extend_plan();
+  void start_horizon();
   EvalResult evaluate_epoch(double& secs);
   void add_multi_label_figures(const EvalResult& e);
   double session_seconds() const { return seconds_since(session_start_, env_.steady_now()); }
@@ -187,24 +184,21 @@ class Session {
   std::unique_ptr<TrainLog> log_;
   std::optional<DistEnv> dist_env_;                  // launched by torchrun as one of several ranks
   std::unique_ptr<Collective> group_;                // the run's other processes (solo: none), once the device is known
-  TimeBudget* time_budget_ = nullptr;                // epochs auto: stop_'s plan
-  nlohmann::json saved_plan_;                        // the resumed checkpoint's time budget (null: none)
-  fs::path resume_file_;                             // the checkpoint resumed from (its file name)
+  Horizon::Saved saved_schedule_;                    // the resumed checkpoint's plan and tail, and its path
   std::optional<CheckpointManager::Resume> resume_;  // what prepare_resume() found, applied at once
   std::int64_t start_epoch_ = 0, start_position_ = 0, steps_per_epoch_ = 0;
 
   // Per session: where the run stands and what the session has told and written.
   Env::SteadyTime last_save_;
   Env::SteadyTime session_start_;  // this session's time counts against a time budget
-  std::int64_t global_step_ = 0, total_steps_ = 0, session_steps_ = 0;
+  std::int64_t global_step_ = 0, session_steps_ = 0;
+  std::optional<Horizon> horizon_;  // where the run ends: epochs or a time budget, and the learning rate
   double last_lr_ = 0;
   nlohmann::json last_metrics_ = nlohmann::json::object();
   std::optional<double> last_val_accuracy_;
   std::int64_t epochs_done_ = 0;  // epochs completed, earlier sessions included
-  std::int64_t noted_total_ = 0;  // the planned steps the log last told
   std::string stop_reason_;
   std::string resume_hint_;              // what a rerun must change to continue (stopped()); "": nothing
-  std::optional<ScheduleTail> tail_;     // after --extend (this session's or an earlier one's)
   std::optional<RunState> extend_from_;  // --extend: where the run was, for start_tail
   double saved_peak_ = 0;                // --extend: the run's --lr
   bool new_tail_ = false;                // --extend starts a tail in this session
@@ -609,35 +603,6 @@ bool Session::check_budget_extension(const Checkpoint& ck, std::vector<std::stri
   return true;
 }
 
-// --extend: the schedule from the step the run reached to the new last one (ScheduleTail): its
-// peak --lr when that changed, else the current learning rate, or a tenth of the run's peak when
-// its schedule had ended (about 0 there); said in one line.
-void Session::start_tail(const RunState& saved, double saved_peak) {
-  ScheduleTail t;
-  t.start = global_step_;
-  t.from_lr = saved.lr;
-  std::string why;
-  if (c_.lr != saved_peak) {
-    t.peak = c_.lr;
-    why = "{lr} given";
-  } else if (saved.lr >= 0.01 * saved_peak) {
-    t.peak = saved.lr;
-    why = "the learning rate the run had reached";
-  } else {
-    t.peak = saved_peak / 10;
-    why = "its schedule had ended: a tenth of its peak " + std::to_string(saved_peak) + "; {lr} sets another";
-  }
-  t.warmup = t.peak > t.from_lr ? std::llround(c_.warmup_fraction * static_cast<double>(total_steps_ - t.start)) : 0;
-  tail_ = t;
-  const std::string span = c_.epochs_auto() ? "the time budget " + c_.time_budget.text + ", re-planned as it goes"
-                                            : std::to_string(c_.epochs) + " epochs";
-  char line[200];
-  std::snprintf(line, sizeof line, "learning rate %.3g -> %.3g over %lld steps, then a cosine to 0 (", t.from_lr,
-                t.peak, static_cast<long long>(t.warmup));
-  note("extending the run from step " + std::to_string(t.start) + " to " + std::to_string(total_steps_) + " (" + span +
-       "): " + line + why + ")");
-}
-
 // Read-only: builds the checkpoint manager and disk budget, finds the checkpoint to resume from
 // and refuses a resume that would change what is learned. begin_writing() makes the changes
 // (temporaries removed, --fresh's discards).
@@ -670,9 +635,9 @@ void Session::prepare_resume() {
   start_epoch_ = saved.loader_epoch;
   start_position_ = saved.loader_position;
   step_options_.micro_batch = saved.micro_batch;
-  saved_plan_ = saved.time_budget;
-  resume_file_ = resume_->file.filename();
-  tail_ = ScheduleTail::from_json(saved.tail, (run_dir_ / resume_file_).string());
+  saved_schedule_.file = (run_dir_ / resume_->file.filename()).string();
+  saved_schedule_.time_budget = saved.time_budget;
+  saved_schedule_.tail = ScheduleTail::from_json(saved.tail, saved_schedule_.file);
   if (new_tail_) {
     extend_from_ = saved;
     saved_peak_ = ck.config.contains("lr") && ck.config["lr"].is_number() ? ck.config["lr"].get<double>() : c_.lr;
@@ -711,14 +676,12 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
   s.loader_epoch = loader_epoch;
   s.loader_position = position;
   s.lr = last_lr_;
-  s.total_steps = total_steps_;
   s.micro_batch = step_->micro_batch();
   s.accum = c_.accum * (c_.batch_size / std::max(1, step_->micro_batch()));
-  if (time_budget_) s.time_budget = time_budget_->to_json(session_seconds());
+  horizon_->save_to(s);
   s.metrics = last_metrics_;
   s.val_accuracy = last_val_accuracy_;
   s.multi_label = info_.multi_label;
-  if (tail_) s.tail = tail_->to_json();
   s.to_checkpoint(ck);
   ck.config = identity_.to_json();
   return ck;
@@ -930,9 +893,8 @@ void Session::start_epoch(std::int64_t epoch, std::int64_t position) {
 // Whether the plan of a time budget ends before this step (mid-epoch too): then evaluate and save.
 // With several ranks rank 0's plan decides, in the step's agreement.
 bool Session::plan_ends_here() {
-  if (!time_budget_) return false;
-  update_plan(false);
-  return !group_->grouped() && global_step_ >= total_steps_;
+  horizon_->update(global_step_, false);
+  return !group_->grouped() && horizon_->ended(global_step_);
 }
 
 // The next step's batches: `accum` of them, fewer at the epoch's end, none after it.
@@ -952,9 +914,8 @@ Session::NextStep Session::next_batches(std::int64_t position) {
 bool Session::cadence_due(std::int64_t step) {
   const auto& every = c_.save_every;
   const double since_save = seconds_since(last_save_, env_.steady_now());
-  return (!time_budget_ || time_budget_->planned()) &&
-         ((every.steps > 0 && step % every.steps == 0) ||
-          (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())));
+  return horizon_->planned() && ((every.steps > 0 && step % every.steps == 0) ||
+                                 (every.every.count() > 0 && since_save >= static_cast<double>(every.every.count())));
 }
 
 // What every process agrees on before the step: a stop asked for anywhere (signal, deadline), the
@@ -962,27 +923,20 @@ bool Session::cadence_due(std::int64_t step) {
 // cadence here; one process after the step (save_due).
 Collective::StepPlan Session::agree_on_step(const NextStep& next) {
   using Plan = Collective::StepPlan;
-  const bool last_of_epoch =
-      step_in_epoch_ + 1 >= steps_per_epoch_ || (time_budget_ && global_step_ + 1 >= total_steps_);
+  const bool last_of_epoch = step_in_epoch_ + 1 >= steps_per_epoch_ || horizon_->last(global_step_);
   const bool stop = should_stop(last_of_epoch);
-  // An extension's tail goes first: a time budget's own schedule had ended where the tail starts
-  // (the tail's cosine follows the re-planned last step).
-  last_lr_ = tail_ ? tail_->lr(global_step_, total_steps_)
-             : time_budget_
-                 ? time_budget_->lr(c_.lr, global_step_, c_.warmup_fraction)
-                 : cosine_lr(c_.lr, global_step_,
-                             std::max<std::int64_t>(1, std::llround(c_.warmup_fraction * total_steps_)), total_steps_);
+  last_lr_ = horizon_->lr(global_step_);
   agreed_from_ = env_.steady_now();
   Plan mine;
   mine.stop = !stop                                  ? Plan::Stop::none
               : stop_reason_.rfind("signal", 0) == 0 ? Plan::Stop::signal
                                                      : Plan::Stop::deadline;
   mine.samples = next.samples;
-  mine.total_steps = total_steps_;
+  mine.total_steps = horizon_->total_steps();
   mine.lr = last_lr_;
   mine.save_after = group_->grouped() && cadence_due(global_step_ + 1);
   const Plan plan = group_->agree_on_step(mine);
-  total_steps_ = plan.total_steps;
+  horizon_->agree(plan.total_steps);
   if (plan.stop != Plan::Stop::none && !stop)  // one deadline for all
     stop_reason_ = plan.stop == Plan::Stop::signal ? "signal on another rank" : "deadline";
   last_lr_ = plan.lr;
@@ -1005,7 +959,7 @@ StepResult Session::run_step(const NextStep& next, const Collective::StepPlan& p
   ++session_steps_;
   // A time budget too short for one epoch is refused at the first plan, a few steps in: until
   // then nothing is written either.
-  if (!time_budget_ || time_budget_->planned()) begin_writing();
+  if (horizon_->planned()) begin_writing();
   return r;
 }
 
@@ -1017,7 +971,7 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
     epoch_loss_sum_ += r.loss * static_cast<double>(r.samples);
     epoch_loss_samples_ += r.samples;
   }
-  log_->step(global_step_, total_steps_, epoch, r, last_lr_);
+  log_->step(global_step_, horizon_->total_steps(), epoch, r, last_lr_);
   if (global_step_ % 20 == 0 && rank0() && run_->may_write(64, "the TensorBoard events"))
     run_->event_scalar("train/loss", r.loss, global_step_);
 }
@@ -1034,7 +988,7 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t& position) {
     const NextStep next = next_batches(position);
     if (next.batches.empty()) return true;  // every rank has as many batches (EpochPlan)
     const Collective::StepPlan plan = agree_on_step(next);
-    if (time_budget_ && global_step_ >= total_steps_) return true;  // rank 0's plan ended here
+    if (horizon_->ended(global_step_)) return true;  // rank 0's plan ended here
     if (plan.stop != Collective::StepPlan::Stop::none) {
       checkpoint(epoch, position, epoch, true);
       return false;
@@ -1168,8 +1122,8 @@ bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
 
 bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   // An epoch shorter than the steps timed for the first plan is planned here, before writing.
-  if (time_budget_ && !time_budget_->planned()) {
-    update_plan(true);
+  if (!horizon_->planned()) {
+    horizon_->update(global_step_, true);
     begin_writing();
   }
   const double step_comm = group_->comm_seconds() - comm_at_epoch_start_;  // the steps' collectives
@@ -1205,96 +1159,41 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
     last_metrics_["gradient_comm_seconds"] = group_->gradient_seconds() - gradient_at_epoch_start_;
   }
   if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) last_metrics_["pipeline"] = figures;
-  // A budget run's epochs: this one and those its steps left need (a run extended after a schedule
-  // that ended mid-epoch goes on in the loader's next epoch, so counting from step 0 undercounts).
-  const std::int64_t steps_left = std::max<std::int64_t>(0, total_steps_ - global_step_);
-  log_->epoch(epoch, time_budget_ ? epoch + 1 + (steps_left + steps_per_epoch_ - 1) / steps_per_epoch_ : c_.epochs, e);
+  log_->epoch(epoch, horizon_->epochs_to_show(epoch, global_step_), e);
   run_->append_metrics(last_metrics_.dump() + "\n");
   write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
-  if (time_budget_) {
-    update_plan(true);
-    total_steps_ = group_->from_rank0(total_steps_);  // the loop's end is rank 0's plan
-  }
+  if (horizon_->update(global_step_, true))
+    horizon_->agree(group_->from_rank0(horizon_->total_steps()));  // the loop's end is rank 0's plan
   return true;
 }
 
-// epochs auto: the steps are planned to fit the time budget (budget/time_budget.h); a resumed run
-// continues the plan its checkpoint holds.
-void Session::start_time_budget() {
-  TimeBudget::Options o;
-  o.budget = static_cast<double>(c_.time_budget.seconds.count());
-  o.steps_per_epoch = steps_per_epoch_;
-  // An evaluation is a forward pass over the validation images: about a third of a step's work
-  // per image, until one is timed.
-  o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(global_batch()) / 3.0;
-  time_budget_ = &stop_->plan_for(o);
-  if (!saved_plan_.is_null()) {
-    try {
-      time_budget_->resume(saved_plan_);
-    } catch (const Error& e) {  // metadata of a file the user may not have written: name it
-      throw Error(e.kind(), (run_dir_ / resume_file_).string() + ": " + e.what());
-    }
-    if (time_budget_->planned() && time_budget_->saved_budget() != o.budget)
-      replan_for_new_budget();
-    else if (time_budget_->planned())
-      note("time budget: continuing the plan (revision " + std::to_string(time_budget_->schedule().revision) +
-           "): " + time_budget_->summary(global_batch()));
+// Where the run ends (Horizon): after --epochs, or (epochs auto) where the steps planned to fit the
+// time budget end (budget/time_budget.h; a resumed run continues the plan its checkpoint holds);
+// with --extend, on a new learning-rate tail over the steps planned for the new epochs or budget.
+void Session::start_horizon() {
+  Horizon::Options ho;
+  ho.steps_per_epoch = steps_per_epoch_;
+  ho.epochs = c_.epochs;
+  ho.lr = c_.lr;
+  ho.warmup_fraction = c_.warmup_fraction;
+  ho.images_per_step = global_batch();
+  auto tell = [this](const std::string& line, const nlohmann::json& record) {
+    if (!line.empty()) note(line);
+    if (!record.is_null()) run_->append_metrics_when_writing(record.dump() + "\n");
+  };
+  horizon_.emplace(
+      ho, saved_schedule_, [this] { return session_seconds(); }, tell);
+  if (c_.epochs_auto()) {
+    TimeBudget::Options o;
+    o.budget = static_cast<double>(c_.time_budget.seconds.count());
+    o.steps_per_epoch = steps_per_epoch_;
+    // An evaluation is a forward pass over the validation images: about a third of a step's work
+    // per image, until one is timed.
+    o.eval_in_steps = static_cast<double>(val_->size()) / static_cast<double>(global_batch()) / 3.0;
+    horizon_->follow_budget(stop_->plan_for(o), {o.budget, c_.time_budget.text}, global_step_, new_tail_);
   }
-  total_steps_ = time_budget_->total_steps();
-}
-
-// A resume with another time budget re-plans before its first step, so that the plan said is the
-// one trained. A finished run is continued to a larger budget only with --extend (a new tail: its
-// schedule has annealed): without it, refused rather than "done" with the budget unused.
-void Session::replan_for_new_budget() {
-  const std::int64_t planned = time_budget_->total_steps();
-  if (new_tail_) return extend_plan();
-  if (global_step_ >= planned && static_cast<double>(c_.time_budget.seconds.count()) > time_budget_->saved_budget())
-    fail(ErrorKind::usage, (run_dir_ / resume_file_).string(),
-         "a run with steps left in its plan to continue to a larger time budget",
-         "a finished run: it ended its schedule at step " + std::to_string(global_step_) + " of its " +
-             format_duration(std::chrono::seconds(std::llround(time_budget_->saved_budget()))) + " budget (" +
-             c_.time_budget.text + " given now)",
-         "add {extend} to go on with it to " + c_.time_budget.text +
-             " (a new learning-rate tail), {fresh} to "
-             "train this run anew for it, or give the budget it had to keep it as it is");
-  update_plan(false);
-}
-
-// --extend to a larger time budget: the plan re-made for it (on the checkpoint's costs) must leave
-// room for more steps, or the extension is refused before anything changes (exit 4).
-void Session::extend_plan() {
-  update_plan(false);
-  if (total_steps_ > global_step_) return;
-  fail(ErrorKind::budget, (run_dir_ / resume_file_).string(),
-       "a time budget that leaves room for more steps after the " +
-           format_duration(std::chrono::seconds(std::llround(time_budget_->spent(0)))) + " the run has used",
-       c_.time_budget.text + ": no step fits at the run's measured costs (" + time_budget_->summary(global_batch()) +
-           ")",
-       "give a larger {time_budget}");
-}
-
-// Plans once the first steps are timed, re-plans when the budget or the speed changed (see
-// TimeBudget::update); each plan is a line of metrics.jsonl and of the log.
-void Session::update_plan(bool after_eval) {
-  nlohmann::json record = time_budget_->update(global_step_, session_seconds(), after_eval);
-  if (record.is_null()) return;
-  total_steps_ = time_budget_->total_steps();
-  const std::string summary = time_budget_->summary(global_batch());
-  auto& r = record["time_budget"];
-  r["summary"] = summary;
-  const std::string event = r["event"].get<std::string>();
-  // Every revision is a line of metrics.jsonl; the log tells those that move the end by 2% or more
-  // (the plan is checked every 2% of the steps left, and follows timing noise in small steps).
-  const bool small =
-      event == "speed" && noted_total_ > 0 &&
-      std::abs(static_cast<double>(total_steps_ - noted_total_)) < 0.02 * static_cast<double>(noted_total_);
-  if (!small) {
-    note(event == "plan" ? summary : "time budget: re-planned (" + event + "): " + summary);
-    noted_total_ = total_steps_;
-  }
-  run_->append_metrics_when_writing(record.dump() + "\n");
+  if (extend_from_) horizon_->start_tail(global_step_, extend_from_->lr, saved_peak_, c_.lr);
 }
 
 // config.json: the run's identity, and what this session resolved.
@@ -1340,9 +1239,8 @@ SessionOutcome Session::train() {
   start_together();
   stop_->check_time_left();
   make_loaders();
-  if (c_.epochs_auto()) start_time_budget();
-  if (extend_from_) start_tail(*extend_from_, saved_peak_);  // over the steps planned for the new budget
-  if (time_budget_ ? !time_budget_->planned() || global_step_ < total_steps_ : start_epoch_ < c_.epochs)
+  start_horizon();
+  if (horizon_->work_left(global_step_, start_epoch_))
     run_->require_free_space();  // a run with nothing left to train saves nothing
   if (group_->grouped() && c_.sync_bn) step_options_.equal_forwards = c_.batch_size;
   step_ = group_->make_step(*model_, *opt_.optimizer, *scaler_, step_options_);
@@ -1350,7 +1248,7 @@ SessionOutcome Session::train() {
   say_plan();
   check_validation_up_front();
 
-  for (std::int64_t epoch = start_epoch_; time_budget_ ? global_step_ < total_steps_ : epoch < c_.epochs; ++epoch) {
+  for (std::int64_t epoch = start_epoch_; horizon_->more(global_step_, epoch); ++epoch) {
     std::int64_t position = epoch == start_epoch_ ? start_position_ : 0;
     if (!train_epoch(epoch, position)) return stopped();
     if (!end_of_epoch(epoch, position)) return stopped();
@@ -1414,16 +1312,12 @@ void Session::make_loaders() {
     val_loader_ = std::make_unique<LabelLoader>(val_, lo);
   std::int64_t batches = train_loader_->batches_per_epoch();
   steps_per_epoch_ = (batches + c_.accum - 1) / c_.accum;
-  total_steps_ = steps_per_epoch_ * c_.epochs;
 }
 
 void Session::say_plan() const {
   note("training " + c_.model + " on " + count(train_->size(), "image", "images") + " (" +
        count(classes_.size(), "class", "classes") + "), validating on " + std::to_string(val_->size()) + "; " +
-       (time_budget_ && !time_budget_->planned()
-            ? std::string("steps to fit the time budget (planned once the first are timed), each")
-            : count(total_steps_, "step", "steps")) +
-       " of " + count(global_batch(), "image", "images") +
+       horizon_->steps_said() + " of " + count(global_batch(), "image", "images") +
        (replicas() > 1
             ? " (" + std::to_string(replicas()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")"
             : ""));
