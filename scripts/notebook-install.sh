@@ -1,5 +1,5 @@
 # frugal in a notebook session, sourced by the README's notebook cell (issue 43):
-#   . frugal/scripts/notebook-install.sh WHEELS_DIR
+#   . <the checkout>/scripts/notebook-install.sh WHEELS_DIR
 # WHEELS_DIR is on the persistent disk. When it holds a wheel of frugal made for the torch of this
 # notebook's Python (`python3`: its torch release, CUDA flavour and Python version), that wheel is
 # installed (seconds; pip is told to leave torch alone). Else one is built once, with the checkout
