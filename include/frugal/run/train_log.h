@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "frugal/run/classification_report.h"
 #include "frugal/util/env.h"
 #include <string>
 #include <vector>
@@ -38,6 +39,11 @@ struct EvalResult {
   std::vector<double> class_precision, class_recall, class_f1;  // NaN where undefined
   std::vector<std::int64_t> positives;                          // images with the tag
   std::vector<double> best_thresholds;  // the probability at which each class's F1 is highest (NaN: no positives)
+  // Asked for (EvalOptions::confusion, ::worst), single-label only: the confusion matrix over the
+  // model's outputs (true x predicted, in the model's class order), and the images of highest loss
+  // (highest first; `name` left for the caller, who knows the dataset).
+  ConfusionMatrix confusion;
+  std::vector<Prediction> worst;
   // What ranks checkpoints and is shown first: accuracy, or mean AP for multi-label.
   double score() const { return multi_label ? mean_ap : accuracy; }
   const char* score_name() const { return multi_label ? "mean AP" : "accuracy"; }
