@@ -1,0 +1,164 @@
+// The report page's parts: escaping, the clustered class order, the events reader, thumbnails,
+// and the page of a hand-made document (what the browser test sees on a real run).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "frugal/image/image.h"
+#include "frugal/report/report.h"
+#include "frugal/util/error.h"
+#include "frugal/util/protobuf.h"
+
+namespace frugal::report {
+namespace {
+
+TEST(Report, EscapesMarkupAndControlCharacters) {
+  EXPECT_EQ(escape_html("<script>alert(1)</script>"), "&lt;script&gt;alert(1)&lt;/script&gt;");
+  EXPECT_EQ(escape_html("a&b\"c'd"), "a&amp;b&quot;c&#39;d");
+  const std::string shown = escape_html("x\x1b[31m\xff");
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos);
+  EXPECT_EQ(shown.find('\xff'), std::string::npos);
+}
+
+TEST(Report, ClusterOrderPutsConfusedClassesTogether) {
+  // 0<->2 and 1<->3 are confused; 4 with nothing.
+  const std::vector<std::vector<std::int64_t>> m = {
+      {10, 0, 5, 0, 0}, {0, 10, 0, 3, 0}, {4, 0, 10, 0, 0}, {0, 2, 0, 10, 0}, {0, 0, 0, 0, 10}};
+  const std::vector<int> order = cluster_order(m);
+  ASSERT_EQ(order.size(), 5u);
+  auto pos = [&](int c) { return std::find(order.begin(), order.end(), c) - order.begin(); };
+  EXPECT_EQ(std::abs(pos(0) - pos(2)), 1);
+  EXPECT_EQ(std::abs(pos(1) - pos(3)), 1);
+  EXPECT_EQ(order.back(), 4);
+  EXPECT_EQ(order, cluster_order(m));  // deterministic
+  EXPECT_EQ(cluster_order({}), std::vector<int>{});
+  EXPECT_EQ(cluster_order({{3, 0}, {0, 4}}), (std::vector<int>{0, 1}));
+}
+
+TEST(Report, MostConfusedSkipsTheDiagonalAndZeros) {
+  const auto top = most_confused({1, 9, 0, 4, 4}, 1, 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0], (std::pair<int, std::int64_t>{3, 4}));
+  EXPECT_EQ(top[1], (std::pair<int, std::int64_t>{4, 4}));
+  EXPECT_TRUE(most_confused({5, 0}, 0, 3).empty());
+}
+
+std::string record(const pb::Writer& ev) {
+  std::string out;
+  pb::append_fixed64(out, ev.data().size());
+  pb::append_fixed32(out, 0);
+  out += ev.data();
+  pb::append_fixed32(out, 0);
+  return out;
+}
+
+std::string scalar_event(double wall, std::int64_t step, const std::string& tag, float value) {
+  pb::Writer v, summary, ev;
+  v.string(1, tag);
+  v.float32(2, value);
+  summary.message(1, v);
+  ev.float64(1, wall);
+  ev.int64(2, step);
+  ev.message(5, summary);
+  return record(ev);
+}
+
+TEST(Report, ReadsEventsScalarsAndStopsAtATruncatedRecord) {
+  pb::Writer first;
+  first.float64(1, 100.0);
+  first.string(3, "brain.Event:2");
+  std::string bytes =
+      record(first) + scalar_event(101.5, 8, "val/loss", 0.5f) + scalar_event(103, 16, "val/loss", 0.25f);
+  const std::string whole = bytes;
+  bytes += scalar_event(104, 24, "val/loss", 0.125f).substr(0, 20);
+  const nlohmann::json s = read_events(bytes);
+  EXPECT_EQ(s["start"], 100.0);
+  EXPECT_EQ(s["end"], 103.0);
+  EXPECT_EQ(s["first_step"], 8);
+  EXPECT_EQ(s["last_step"], 16);
+  ASSERT_EQ(s["scalars"]["val/loss"].size(), 2u);
+  EXPECT_EQ(s["scalars"]["val/loss"][1], (nlohmann::json{16, 103.0, 0.25}));
+  EXPECT_EQ(read_events(whole), s);
+  EXPECT_TRUE(read_events("garbage").at("scalars").empty());
+}
+
+TEST(Report, ThumbnailIsASmallJpegDataUri) {
+  Image img;
+  img.resize(300, 150, 3);
+  for (std::size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<std::uint8_t>(i * 7);
+  const std::vector<std::uint8_t> png = encode_png(img);
+  const std::string uri = thumbnail_data_uri(png, 64, "x.png");
+  ASSERT_EQ(uri.rfind("data:image/jpeg;base64,", 0), 0u);
+  EXPECT_LT(uri.size(), 12000u);
+  const std::vector<std::uint8_t> junk = {1, 2, 3, 4};
+  EXPECT_THROW(thumbnail_data_uri(junk, 64, "junk.png"), Error);
+}
+
+nlohmann::json sample_doc() {
+  const std::string crafted = "<script>alert(1)</script>";
+  nlohmann::json doc = {{"run", "runs/a"}, {"generated", "2026-12-07 12:00:00 UTC"}};
+  doc["config"] = {{"format", "frugal-run-config"}, {"model", "cnn"}, {"classes", {"cat", crafted, "dog"}}};
+  doc["metrics"] = {
+      {{"epoch", 1}, {"step", 8}, {"train_loss", 1.2}, {"val_loss", 1.0}, {"val_accuracy", 0.5}, {"lr", 0.001}},
+      {{"epoch", 2}, {"step", 16}, {"train_loss", 0.8}, {"val_loss", 0.7}, {"val_accuracy", 0.75}, {"lr", 0.0005}}};
+  doc["sessions"] = {{{"file", "events.out.tfevents.1.h.frugal"},
+                      {"start", 1000.0},
+                      {"end", 1100.0},
+                      {"first_step", 8},
+                      {"last_step", 16},
+                      {"scalars", {{"val/loss", {{8, 1050.0, 1.0}, {16, 1100.0, 0.7}}}}}}};
+  doc["eval"] = {{"data", "data.zip"},
+                 {"samples", 12},
+                 {"accuracy", 0.75},
+                 {"loss", 0.7},
+                 {"classes", {"cat", crafted, "dog"}},
+                 {"confusion", {{3, 1, 0}, {0, 4, 0}, {1, 1, 2}}}};
+  doc["eval"]["per_class"] = {{{"class", "cat"}, {"precision", 0.75}, {"recall", 0.75}, {"f1", 0.75}, {"support", 4}},
+                              {{"class", crafted}, {"precision", 0.666}, {"recall", 1.0}, {"f1", 0.8}, {"support", 4}},
+                              {{"class", "dog"}, {"precision", 1.0}, {"recall", 0.5}, {"f1", 0.666}, {"support", 4}}};
+  doc["eval"]["worst"] = {{{"name", "dog/<b>1.png"},
+                           {"true", "dog"},
+                           {"predicted", crafted},
+                           {"probability", 0.9},
+                           {"loss", 2.3},
+                           {"thumbnail", "data:image/jpeg;base64,AAAA"}},
+                          {{"name", "dog/2.png"},
+                           {"true", "dog"},
+                           {"predicted", "cat"},
+                           {"probability", 0.8},
+                           {"loss", 1.6},
+                           {"thumbnail", "javascript:alert(1)"}}};
+  return doc;
+}
+
+TEST(Report, PageIsSelfContainedAndEscapesNamesFromData) {
+  const std::string page = render_report(sample_doc());
+  EXPECT_NE(page.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_NE(page.find("default-src 'none'"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos);
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+  EXPECT_EQ(page.find("javascript:"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("dog/&lt;b&gt;1.png"), std::string::npos);
+  for (const char* id : {"chart-loss", "chart-accuracy", "chart-lr", "chart-wall", "confusion-normalised",
+                         "confusion-raw", "per-class-table", "confused-pairs", "worst", "options"})
+    EXPECT_NE(page.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(page.find("<img class=\"thumb\" src=\"data:image/jpeg;base64,AAAA\""), std::string::npos);
+  EXPECT_NE(page.find("no image"), std::string::npos);  // the javascript: URI was not used
+}
+
+TEST(Report, PageOfAnOddDocumentLeavesPartsOff) {
+  for (const nlohmann::json& doc :
+       {nlohmann::json::object(), nlohmann::json::array(),
+        nlohmann::json({{"eval", 3}, {"metrics", "x"}, {"sessions", {1, 2}}}),
+        nlohmann::json({{"eval", {{"classes", {"a", "b"}}, {"confusion", {{1, 2}}}, {"worst", {1}}}}})}) {
+    const std::string page = render_report(doc);
+    EXPECT_NE(page.find("</html>"), std::string::npos);
+    EXPECT_EQ(page.find("confusion-raw"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace frugal::report
