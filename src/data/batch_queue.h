@@ -16,6 +16,7 @@ namespace frugal {
 // what it met on the way.
 struct BuiltBatch : BatchTally {
   torch::Tensor images, labels;
+  std::vector<std::int64_t> samples;  // the dataset's index of each image kept
   std::int64_t size() const { return images.defined() ? images.size(0) : 0; }
 };
 
@@ -49,6 +50,7 @@ class BatchQueue : public PrefetchQueue<BuiltBatch> {
     Batch b;
     b.images = std::move(h->batch.images);
     b.labels = std::move(h->batch.labels);
+    b.samples = std::move(h->batch.samples);
     b.epoch = h->epoch;
     b.position = h->position;
     return b;

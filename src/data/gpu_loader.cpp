@@ -10,6 +10,7 @@
 
 #include "data/batch_queue.h"
 #include "frugal/data/oom.h"
+#include "frugal/image/augment.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/gpu/plan.h"
@@ -237,7 +238,10 @@ void GpuLoader::State::host_batch(const std::vector<Item>& kept, std::vector<std
   const int S = transform.image_size, C = data->channels();
   const auto n = static_cast<std::int64_t>(kept.size());
   r.labels = empty_labels(*data, n);
-  for (std::size_t k = 0; k < kept.size(); ++k) set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
+    r.samples.push_back(static_cast<std::int64_t>(kept[k].idx));
+  }
   // (B, S, S, C) as transformed -> (B, C, S, S), as the kernel writes it; a copy (`host` dies after).
   r.images = torch::from_blob(host.data(), {n, S, S, C}, torch::kUInt8)
                  .permute({0, 3, 1, 2})
@@ -263,6 +267,7 @@ void GpuLoader::State::device_batch(Worker& w, const std::vector<Item>& kept, co
   for (std::size_t k = 0; k < kept.size(); ++k) {
     jobs[k] = kept[k].cpu ? gpu::identity_job(uploads + kept[k].upload, S, C) : kept[k].plan.job;
     set_label(r.labels, static_cast<std::int64_t>(k), *data, kept[k].idx);
+    r.samples.push_back(static_cast<std::int64_t>(kept[k].idx));
   }
   auto* dev_jobs = static_cast<gpu::ResizeJob*>(w.jobs.reserve(jobs.size() * sizeof(gpu::ResizeJob), stream));
   gpu::check_cuda(
@@ -297,6 +302,11 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
   State& s = *state_;
   if (!dataset) fail(ErrorKind::usage, "GpuLoader", "a dataset", "none", "");
   options = checked_loader_options("GpuLoader", options);
+  // The kernel crops, resizes and flips (or not: --augment none); no other op runs on this path.
+  if (options.train && options.augment.has_ops())
+    fail(ErrorKind::usage, "GpuLoader", "{augment} none or flip, and no {random_erasing}",
+         "{augment} " + augment_text(options.augment) + (options.augment.erasing > 0 ? " with random erasing" : ""),
+         "decode on the CPU (the Loader, {decode} cpu): the GPU decode path only crops, resizes and flips");
   select_decode("gpu", *dataset);  // throws, naming what is missing
   // PyTorch sets up its CUDA caching allocator at the first CUDA tensor; nvJPEG's buffers may be
   // asked of it before any ("Allocator not initialized for device", seen on an H200).
@@ -307,6 +317,7 @@ GpuLoader::GpuLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions optio
   s.output = std::move(output);
   s.transform.image_size = options.image_size;
   s.transform.train = options.train;
+  s.transform.augment = options.augment;
   s.transform.small = false;  // select_decode refused small images
   s.queue = std::make_unique<BatchQueue>("GpuLoader", std::move(dataset), options, [&s]() -> BuildBatch {
     // Dies with the worker's thread, after its last batch.

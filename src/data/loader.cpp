@@ -66,6 +66,7 @@ BuiltBatch Loader::State::build(const BatchJob& job, Image& scratch, Image& out)
     }
     to_planar(out, dst + kept * C * S * S);  // (H, W, C) -> (C, H, W), vectorised
     set_label(r.labels, kept++, *data, idx);
+    r.samples.push_back(static_cast<std::int64_t>(idx));
   }
   if (kept < n) {
     r.images = r.images.narrow(0, 0, kept);
@@ -82,6 +83,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options) : 
   s.seed = options.seed;
   s.transform.image_size = options.image_size;
   s.transform.train = options.train;
+  s.transform.augment = options.augment;
   s.transform.small = s.data->native_size() <= 64;
   s.pin = options.pin_memory && torch::cuda::is_available();
   // The batches that can exist at once: those prefetched, one being built per worker, the one the
@@ -118,8 +120,10 @@ LabelLoader::LabelLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions o
       const auto n = static_cast<std::int64_t>(job.samples.size());
       r.images = torch::empty({n, 0}, torch::kUInt8);
       r.labels = empty_labels(*data, n);
-      for (std::size_t i = 0; i < job.samples.size(); ++i)
+      for (std::size_t i = 0; i < job.samples.size(); ++i) {
         set_label(r.labels, static_cast<std::int64_t>(i), *data, job.samples[i]);
+        r.samples.push_back(static_cast<std::int64_t>(job.samples[i]));
+      }
       r.seen = n;
       return r;
     };

@@ -49,11 +49,40 @@ void add_multi_label(const torch::Tensor& logits, const torch::Tensor& y, torch:
   loss_sum += loss;
 }
 
+// A chunk's candidates for the worst list: its `limit` images of highest loss, with what the
+// model predicted for them (`samples`: the chunk's dataset indices, or null).
+std::vector<Prediction> worst_of_chunk(const torch::Tensor& logits, const torch::Tensor& y, std::size_t limit,
+                                       const std::int64_t* samples) {
+  auto losses = torch::nn::functional::cross_entropy(
+      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const std::int64_t k = std::min<std::int64_t>(static_cast<std::int64_t>(limit), losses.size(0));
+  auto [top, rows] = losses.topk(k);
+  auto picked = logits.index_select(0, rows);
+  auto predicted = picked.argmax(1);
+  auto probability = torch::softmax(picked, 1).gather(1, predicted.unsqueeze(1)).squeeze(1);
+  auto loss_cpu = top.to(torch::kFloat64).cpu(), prob_cpu = probability.to(torch::kFloat64).cpu();
+  auto rows_cpu = rows.cpu(), pred_cpu = predicted.cpu(), true_cpu = y.index_select(0, rows).cpu();
+  std::vector<Prediction> out;
+  for (std::int64_t j = 0; j < k; ++j) {
+    Prediction p;
+    const std::int64_t row = rows_cpu[j].item<std::int64_t>();
+    p.sample = samples ? samples[row] : -1;
+    p.true_class = true_cpu[j].item<std::int64_t>();
+    p.predicted = pred_cpu[j].item<std::int64_t>();
+    p.probability = prob_cpu[j].item<double>();
+    p.loss = loss_cpu[j].item<double>();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 // What evaluate() adds up, on the device: the loss, per class the images right and seen, all the
-// images seen; a multi-label model's tag counts.
+// images seen; a multi-label model's tag counts; when asked, the confusion matrix (flat, true *
+// classes + predicted) and the worst images (on the host).
 struct EvalTally {
-  torch::Tensor loss_sum, correct, count, seen;
+  torch::Tensor loss_sum, correct, count, seen, confusion;
   std::optional<MultiLabelTally> tags;
+  std::optional<WorstPredictions> worst;
 
   EvalTally(int num_classes, const EvalOptions& e, const torch::Device& device) {
     auto dev = torch::TensorOptions().device(device);
@@ -62,10 +91,15 @@ struct EvalTally {
     count = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
     seen = torch::zeros({1}, dev.dtype(torch::kInt64));  // images, whatever their labels
     if (e.multi_label) tags.emplace(num_classes, e.thresholds, device);
+    if (!e.multi_label && e.confusion)
+      confusion = torch::zeros({std::int64_t{num_classes} * num_classes}, dev.dtype(torch::kInt64));
+    if (!e.multi_label && e.worst > 0) worst.emplace(e.worst);
   }
 
-  // One chunk of images `x` with labels `y` through the model, added.
-  void add(Model& model, const torch::Tensor& x, const torch::Tensor& y, const StepOptions& options) {
+  // One chunk of images `x` with labels `y` through the model, added (`samples`: the chunk's
+  // dataset indices, or null).
+  void add(Model& model, const torch::Tensor& x, const torch::Tensor& y, const StepOptions& options,
+           const std::int64_t* samples) {
     torch::Tensor logits;
     {
       AutocastGuard autocast(options.device.type(), options.amp);
@@ -81,17 +115,23 @@ struct EvalTally {
     auto loss = torch::nn::functional::cross_entropy(
                     logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .to(torch::kFloat64);
-    auto hit = (logits.argmax(1) == y).to(torch::kInt64);
+    auto predicted = logits.argmax(1);
+    auto hit = (predicted == y).to(torch::kInt64);
     auto ones = torch::ones_like(y);
+    std::vector<Prediction> candidates;
+    if (worst) candidates = worst_of_chunk(logits, y, worst->limit(), samples);
     loss_sum += loss;
     correct.index_add_(0, y, hit);
     count.index_add_(0, y, ones);
+    if (confusion.defined()) confusion.index_add_(0, y * logits.size(1) + predicted, ones);
+    for (auto& p : candidates) worst->add(std::move(p));
   }
 
   // The counts summed over the ranks (e.reduce), then as an EvalResult.
   EvalResult result(int num_classes, const EvalOptions& e) {
     if (e.reduce) {
       std::vector<torch::Tensor> counts{loss_sum.reshape({1}), correct, count, seen};
+      if (confusion.defined()) counts.push_back(confusion);
       if (tags)
         for (auto& t : tags->counts()) counts.push_back(t);
       e.reduce(counts);
@@ -110,6 +150,12 @@ struct EvalTally {
       auto ni = n[i].item<std::int64_t>();
       r.per_class.push_back(ni ? static_cast<double>(c[i].item<std::int64_t>()) / static_cast<double>(ni) : NAN);
     }
+    if (confusion.defined()) {
+      auto m = confusion.cpu().contiguous();
+      const std::int64_t* v = m.data_ptr<std::int64_t>();
+      for (int t = 0; t < num_classes; ++t) r.confusion.emplace_back(v + t * num_classes, v + (t + 1) * num_classes);
+    }
+    if (worst) r.worst = worst->sorted();
     return r;
   }
 };
@@ -204,13 +250,14 @@ ClassMatch match_classes(const std::vector<std::string>& model_classes, const st
 
 EvalResult evaluate(Model& model, BatchSource& loader, int num_classes, const StepOptions& options, EvalOptions* eval) {
   loader.start(0, 0);
-  return evaluate(
+  return evaluate_batches(
       model,
-      [&](torch::Tensor& images, torch::Tensor& labels) {
+      [&](EvalBatch& batch) {
         auto b = loader.next();
         if (!b) return false;
-        images = b->images;
-        labels = b->labels;
+        batch.images = b->images;
+        batch.labels = b->labels;
+        batch.samples = std::move(b->samples);
         return true;
       },
       num_classes, options, eval);
@@ -218,6 +265,12 @@ EvalResult evaluate(Model& model, BatchSource& loader, int num_classes, const St
 
 EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
                     int num_classes, const StepOptions& options, EvalOptions* eval) {
+  return evaluate_batches(
+      model, [&](EvalBatch& b) { return next_batch(b.images, b.labels); }, num_classes, options, eval);
+}
+
+EvalResult evaluate_batches(Model& model, const std::function<bool(EvalBatch&)>& next_batch, int num_classes,
+                            const StepOptions& options, EvalOptions* eval) {
   EvalOptions local;
   EvalOptions& e = eval ? *eval : local;
   torch::NoGradGuard no_grad;
@@ -225,9 +278,12 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
   model.eval();
   EvalTally tally(num_classes, e, options.device);
   std::int64_t forwards = 0;
-  torch::Tensor batch_images, batch_labels;
-  while (next_batch(batch_images, batch_labels)) {
+  EvalBatch batch;
+  while (next_batch(batch)) {
+    const torch::Tensor& batch_images = batch.images;
+    const torch::Tensor& batch_labels = batch.labels;
     const std::int64_t n = batch_images.size(0);
+    const bool numbered = static_cast<std::int64_t>(batch.samples.size()) == n;
     for (std::int64_t start = 0; start < n;) {
       const std::int64_t end = e.micro_batch > 0 ? std::min(n, start + e.micro_batch) : n;
       try {
@@ -235,7 +291,7 @@ EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch
         ++forwards;
         auto x = prepare_batch(batch_images.slice(0, start, end), options);
         auto y = batch_labels.slice(0, start, end).to(options.device, /*non_blocking=*/true);
-        tally.add(model, x, y, options);
+        tally.add(model, x, y, options, numbered ? batch.samples.data() + start : nullptr);
         tally.seen += end - start;
         start = end;
       } catch (const c10::Error& err) {
@@ -253,14 +309,15 @@ EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, 
                     EvalOptions* eval) {
   torch::Tensor remap = match.remap();
   source.start(0, 0);
-  EvalResult r = evaluate(
+  EvalResult r = evaluate_batches(
       model,
-      [&](torch::Tensor& images, torch::Tensor& labels) {
+      [&](EvalBatch& batch) {
         auto b = source.next();
         if (!b) return false;
         if (remap.device() != b->labels.device()) remap = remap.to(b->labels.device());
-        images = b->images;
-        labels = match.model_labels(b->labels, remap);
+        batch.images = b->images;
+        batch.labels = match.model_labels(b->labels, remap);
+        batch.samples = std::move(b->samples);
         return true;
       },
       match.model_classes, options, eval);

@@ -1,4 +1,4 @@
-// frugal eval CKPT --data ARCHIVE [--max-pixels N] [--max-bad-fraction F] [--json]
+// frugal eval CKPT --data ARCHIVE [--max-pixels N] [--max-bad-fraction F] [--json] [--confusion] [--worst N]
 #include <cmath>
 
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "frugal/compress/compress.h"
 #include "frugal/data/loader.h"
+#include "frugal/run/classification_report.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
@@ -43,10 +44,11 @@ void print_multi_label(const EvalResult& r, const std::vector<std::string>& clas
 }
 
 struct EvalArgs {
-  std::string ckpt, data, label_pattern;
+  std::string ckpt, data;
   int batch_size = 256, workers = 2;
   double threshold = 0;
-  bool json = false;
+  bool json = false, confusion = false;
+  std::size_t worst = 0;
   DatasetOptions d;
   ForeignModelOptions foreign;
 };
@@ -60,7 +62,7 @@ void add_eval_options(CLI::App& app, EvalArgs& a) {
   app.add_option("--data", a.data,
                  "data to evaluate on (the model's class names, all or some of them; any DATA, docs/data.md)")
       ->required();
-  app.add_option("--label-pattern", a.label_pattern,
+  app.add_option("--label-pattern", d.label_pattern,
                  "RE2 regex with one capture group, the class: searched for in the file name, else in the path "
                  "inside the data (e.g. '([a-z]+)\\.[0-9]+\\.jpg$' for train/cat.0.jpg)");
   app.add_option("--batch-size", a.batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
@@ -79,8 +81,17 @@ void add_eval_options(CLI::App& app, EvalArgs& a) {
                  "model's per-class thresholds when it has them, else the threshold it was trained with)")
       ->check(probability());
   app.add_flag("--json", a.json,
-               "print {accuracy, loss, per_class} as JSON on stdout (multi-label: {mean_ap, f1, precision, recall, "
-               "exact_match, loss, per_class: {ap, precision, recall, f1, positives, best_threshold}})");
+               "print {accuracy, loss, per_class, classes, confusion, per_class_report, macro, weighted} as JSON on "
+               "stdout (multi-label: {mean_ap, f1, precision, recall, exact_match, loss, per_class: {ap, precision, "
+               "recall, f1, positives, best_threshold}})");
+  app.add_flag("--confusion", a.confusion,
+               "print the confusion matrix (rows: true class, columns: predicted, in the model's class order) and "
+               "each class's precision, recall, F1 and support, with their macro and weighted averages (as "
+               "scikit-learn's classification_report; always in --json); single-label models");
+  app.add_option("--worst", a.worst,
+                 "list the N images of highest loss: name in the data, true class, predicted class, its probability "
+                 "and the loss (--json: \"worst\"); single-label models")
+      ->check(at_least(1));
   add_data_options(app, d);
   add_label_options(app, d);
   add_exclude_option(app, d);
@@ -89,7 +100,6 @@ void add_eval_options(CLI::App& app, EvalArgs& a) {
 // --data opened as the model reads it (its channels; a split's validation folder), which part of
 // it is evaluated said.
 std::shared_ptr<Dataset> open_eval_data(EvalArgs& a, const LoadedModel& loaded) {
-  a.d.label_pattern = a.label_pattern;
   a.d.channels = loaded.info.channels;
   a.d.split = SplitFolder::validation;  // on data with train/ val/ test/ at the top: its validation folder
   auto dataset = Dataset::open(a.data, a.d);
@@ -101,13 +111,30 @@ std::shared_ptr<Dataset> open_eval_data(EvalArgs& a, const LoadedModel& loaded) 
   return dataset;
 }
 
+// --confusion and --worst are a single-label model's: refused (exit 2) on a multi-label one.
+void check_single_label_options(const EvalArgs& a, bool multi_label) {
+  if (!multi_label || (!a.confusion && a.worst == 0)) return;
+  fail(ErrorKind::usage, a.confusion ? "--confusion" : "--worst", "a model of one class per image",
+       "a multi-label model (" + a.ckpt + ")",
+       "a multi-label evaluation gives each tag's AP, precision, recall and F1 instead: leave the option out");
+}
+
+// The worst images' entry names, from the dataset's indices.
+void name_worst(EvalResult& r, const Dataset& data) {
+  for (Prediction& p : r.worst)
+    if (p.sample >= 0) p.name = data.name(static_cast<std::size_t>(p.sample));
+}
+
 void print_eval(const EvalArgs& a, const EvalResult& r, const std::vector<std::string>& classes,
-                const ClassMatch& match, bool per_class_thresholds) {
+                const std::vector<std::string>& model_classes, const ClassMatch& match, bool per_class_thresholds) {
+  const ClassificationReport report = classification_report(r.confusion);
   if (r.multi_label && !a.json) {
     print_multi_label(r, classes, per_class_thresholds);
   } else if (a.json) {
     auto doc = r.to_json(classes);
     if (!match.absent.empty()) doc["absent_classes"] = match.absent;
+    if (!r.multi_label) doc.update(classification_json(r.confusion, report, model_classes));
+    if (a.worst > 0) doc["worst"] = worst_json(r.worst, model_classes);
     print_json(doc);
   } else {
     // The result: stdout (CLI.md), class names from data escaped.
@@ -116,6 +143,8 @@ void print_eval(const EvalArgs& a, const EvalResult& r, const std::vector<std::s
     for (std::size_t i = 0; i < r.per_class.size(); ++i)
       std::printf("  %s: %s\n", printable(classes[i]).c_str(),
                   std::isnan(r.per_class[i]) ? "no images read" : format_percent(r.per_class[i]).c_str());
+    if (a.confusion) std::printf("\n%s", confusion_text(r.confusion, report, model_classes).c_str());
+    if (a.worst > 0) std::printf("\n%s", worst_text(r.worst, model_classes).c_str());
   }
 }
 
@@ -140,6 +169,7 @@ int cmd_eval(int argc, char** argv) {
   // The data may hold a subset of the model's classes (said in a note); a class the model does not
   // know is exit 3 naming it.
   check_label_kind(loaded.info.multi_label, dataset->multi_label(), a.data);
+  check_single_label_options(a, loaded.info.multi_label);
   const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), a.data);
   if (!match.absent.empty()) note("note: " + match.note(a.data));
   LoaderOptions lo;
@@ -155,8 +185,12 @@ int cmd_eval(int argc, char** argv) {
   EvalOptions eo;
   eo.multi_label = loaded.info.multi_label;
   eo.thresholds = thresholds_of(loaded.info, a.threshold);
-  const EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
-  print_eval(a, r, dataset->classes(), match, eo.thresholds.size() > 1);  // per_class follows the data's classes
+  eo.confusion = !eo.multi_label;  // --json always carries it
+  eo.worst = a.worst;
+  EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
+  name_worst(r, *dataset);
+  // per_class follows the data's classes; the confusion matrix and the worst images the model's
+  print_eval(a, r, dataset->classes(), loaded.info.classes, match, eo.thresholds.size() > 1);
   return 0;
 }
 

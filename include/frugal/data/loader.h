@@ -27,6 +27,9 @@ namespace frugal {
 struct Batch {
   torch::Tensor images;  // (B, C, H, W) uint8
   torch::Tensor labels;  // (B) int64 class indices; multi-label data: (B, classes) float32 0/1 targets
+  // The dataset's index of each image (Dataset::name() names it): undecodable images are left out
+  // of a batch, so its rows are not its positions in the epoch order. Empty where a source does not say.
+  std::vector<std::int64_t> samples;
   std::int64_t epoch = 0;
   // Index of the first sample of the NEXT global batch in the epoch order: the same on every rank,
   // so a run resumed with another world size but the same global batch continues there.

@@ -55,6 +55,10 @@ struct EvalOptions {
   // threshold, thresholds[c] or one for all (src/train/multi_label.h has the figures).
   bool multi_label = false;
   std::vector<float> thresholds{0.5f};
+  // Single-label: count the confusion matrix (EvalResult::confusion), and keep the `worst` images of
+  // highest loss (EvalResult::worst; their dataset index where the source says it: Batch::samples).
+  bool confusion = false;
+  std::size_t worst = 0;
   std::int64_t micro_batch = 0;
   bool oom_noted = false;
   std::function<void(std::int64_t forward)> before_forward;  // test seam, as TrainStep's
@@ -73,6 +77,14 @@ EvalResult evaluate(Model& model, BatchSource& source, int num_classes, const St
 // false at the end.
 EvalResult evaluate(Model& model, const std::function<bool(torch::Tensor&, torch::Tensor&)>& next_batch,
                     int num_classes, const StepOptions& options, EvalOptions* eval = nullptr);
+// The same with each image's dataset index (EvalBatch::samples; empty where unknown): what
+// EvalResult::worst numbers its images by.
+struct EvalBatch {
+  torch::Tensor images, labels;
+  std::vector<std::int64_t> samples;
+};
+EvalResult evaluate_batches(Model& model, const std::function<bool(EvalBatch&)>& next_batch, int num_classes,
+                            const StepOptions& options, EvalOptions* eval = nullptr);
 // Data whose classes are matched to the model's by name (match_classes): labels are mapped to the
 // model's outputs, accuracy is top-1 over all of them, and per_class follows the data's classes.
 EvalResult evaluate(Model& model, BatchSource& source, const ClassMatch& match, const StepOptions& options,
