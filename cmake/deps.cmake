@@ -69,4 +69,13 @@ if(FRUGAL_WITH_TORCH)
   set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
   get_filename_component(FRUGAL_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
   message(STATUS "frugal: LibTorch ${Torch_VERSION} from ${FRUGAL_TORCH_LIB_DIR}")
+  # A PyPI torch finds its NVIDIA libraries (NCCL, cuDNN, ...) through its own RPATH into
+  # site-packages/nvidia/*/lib, but the linker searches the -rpath folders Torch's config adds
+  # (/usr/local/cuda/lib) first: torch 2.15's libtorch_cuda then met the CUDA toolkit's older NCCL
+  # and the link failed on ncclCommGrow. -rpath-link is searched before them (link time only).
+  file(GLOB _nvidia_libs LIST_DIRECTORIES true "${FRUGAL_TORCH_LIB_DIR}/../../nvidia/*/lib")
+  foreach(d ${_nvidia_libs})
+    get_filename_component(d "${d}" REALPATH)
+    add_link_options("LINKER:-rpath-link,${d}")
+  endforeach()
 endif()

