@@ -26,6 +26,7 @@
 #include "frugal/train/run_writer.h"
 #include "frugal/data/loader.h"
 #include "frugal/dataset/train_val.h"
+#include "frugal/run/data_options.h"
 #include "frugal/run/stop_policy.h"
 #include "frugal/train/launch.h"
 #include "frugal/util/env.h"
@@ -118,10 +119,11 @@ void count_signals(int sig) {
 // ---- Loader -------------------------------------------------------------------------------------
 
 struct LoaderArgs {
-  std::string data, val, subset = "train", data_root;
-  std::optional<double> val_split;  // None: 5% (said); 0: no validation
-  DatasetOptions dataset;
-  TrainValOptions::ValLabels val_labels;  // the validation data's own labels (val_labels=, ...)
+  // DATA, the validation data and their options in frugal train's fields (the data ones only are
+  // read, by train_val_options: the one rule train's session opens its data by). val_split: None
+  // 5% (said), 0 no validation.
+  TrainConfig data;
+  std::string subset = "train";
   LoaderOptions loader;
   int rank = -1, world = -1;  // -1: torchrun's environment
 };
@@ -154,8 +156,9 @@ class PyLoader : OwnedByProcess {
   void open(LoaderArgs a) {
     if (a.subset != "train" && a.subset != "val")
       fail(ErrorKind::usage, "subset=", "\"train\" or \"val\"", "\"" + a.subset + "\"", "");
-    if (a.val_split && !(*a.val_split >= 0 && *a.val_split < 1))
-      fail(ErrorKind::usage, "val_split=", "a fraction from 0 (no validation) up to 1", std::to_string(*a.val_split),
+    const std::optional<double>& val_split = a.data.val_split;
+    if (val_split && !(*val_split >= 0 && *val_split < 1))
+      fail(ErrorKind::usage, "val_split=", "a fraction from 0 (no validation) up to 1", std::to_string(*val_split),
            "");
     const RankWorld env = rank_world();
     const int world = a.world > 0 ? a.world : env.world;
@@ -163,14 +166,8 @@ class PyLoader : OwnedByProcess {
     if (rank >= world)
       fail(ErrorKind::usage, "rank=", "a rank below world_size " + std::to_string(world), std::to_string(rank), "");
     a.loader.shard = Shard{rank, world};
-    check_data_options(a.dataset);
-    TrainValOptions o;
-    o.data = a.data;
-    o.val = a.val;
-    o.val_split = a.val_split;
-    o.data_root = a.data_root;
-    o.dataset = a.dataset;
-    o.val_labels = a.val_labels;
+    const TrainValOptions o = train_val_options(a.data);
+    check_data_options(o.dataset);
     TrainVal tv = open_train_val(o);
     dataset_ = a.subset == "train" ? tv.train : tv.val;
     // Validation data of its own (val=, a val/ folder) has its own skips; one split off DATA was
@@ -441,27 +438,30 @@ std::unique_ptr<PyLoader> make_loader(
     bool labels_are_classes, std::string val_labels, std::string val_label_columns, std::string val_images_dir,
     std::vector<std::string> exclude, std::string label_kind, std::string name_encoding, bool cache_decompressed) {
   LoaderArgs a;
-  a.data = std::move(data);
-  a.val = std::move(val);
-  a.val_split = val_split;
+  TrainConfig& d = a.data;
+  d.data = std::move(data);
+  d.val = std::move(val);
+  d.val_split = val_split;
   a.subset = std::move(subset);
-  a.data_root = std::move(data_root);
-  a.dataset.labels = std::move(labels);
-  a.dataset.label_pattern = std::move(label_pattern);
-  a.dataset.label_columns = std::move(label_columns);
-  a.dataset.label_separator = std::move(label_separator);
-  a.dataset.labels_header = std::move(labels_header);
-  a.dataset.labels_are_classes = labels_are_classes;
-  a.val_labels = {std::move(val_labels), std::move(val_label_columns), std::move(val_images_dir)};
-  a.dataset.exclude = std::move(exclude);
-  a.dataset.label_kind = std::move(label_kind);
-  a.dataset.name_encoding = std::move(name_encoding);
-  a.dataset.cache_decompressed = cache_decompressed;
-  a.dataset.images_dir = std::move(images_dir);
-  a.dataset.class_names = std::move(class_names);
-  a.dataset.channels = channels;
-  a.dataset.max_bad_fraction = max_bad_fraction;
-  if (max_file_bytes) a.dataset.max_file_bytes = parse_size(*max_file_bytes);
+  d.data_root = std::move(data_root);
+  d.labels = std::move(labels);
+  d.label_pattern = std::move(label_pattern);
+  d.label_columns = std::move(label_columns);
+  d.label_separator = std::move(label_separator);
+  d.labels_header = std::move(labels_header);
+  d.labels_are_classes = labels_are_classes;
+  d.val_labels = std::move(val_labels);
+  d.val_label_columns = std::move(val_label_columns);
+  d.val_images_dir = std::move(val_images_dir);
+  d.exclude = std::move(exclude);
+  d.label_kind = std::move(label_kind);
+  d.name_encoding = std::move(name_encoding);
+  d.cache_decompressed = cache_decompressed;
+  d.images_dir = std::move(images_dir);
+  d.class_names = std::move(class_names);
+  d.channels = channels;
+  d.max_bad_fraction = max_bad_fraction;
+  if (max_file_bytes) d.max_file_bytes = {*max_file_bytes, parse_size(*max_file_bytes)};
   a.loader.batch_size = batch_size;
   a.loader.image_size = image_size;
   a.loader.train = train;
