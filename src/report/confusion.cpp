@@ -119,7 +119,7 @@ std::string matrix_svg(const Matrix& counts, const std::vector<std::string>& cla
                        bool normalised, const std::string& id) {
   Layout l;
   l.n = order.size();
-  l.cell = std::clamp(640.0 / static_cast<double>(std::max<std::size_t>(l.n, 1)), 5.0, 28.0);
+  l.cell = std::clamp(640.0 / static_cast<double>(std::max<std::size_t>(l.n, 1)), 5.0, 40.0);
   l.labels = l.n <= 40;
   l.numbers = l.n <= 25;
   l.margin = l.labels ? 140 : 8;

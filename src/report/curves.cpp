@@ -19,6 +19,10 @@ struct History {
   std::map<double, double> wall;                  // step -> the earliest wall time recorded at it
   std::vector<std::pair<double, std::string>> marks;
   double start = NAN;  // the first session's start, Unix seconds
+  double unit = 3600;  // wall time in hours, or in minutes for a run of under two hours
+  std::string wall_label() const {
+    return unit == 60 ? "minutes since the first session began" : "hours since the first session began";
+  }
 };
 
 History history_of(const nlohmann::json& doc) {
@@ -51,6 +55,11 @@ History history_of(const nlohmann::json& doc) {
         if (!std::isnan(wall) && (!h.wall.count(step) || wall < h.wall[step])) h.wall[step] = wall;
       }
   }
+  if (!h.wall.empty() && !std::isnan(h.start)) {
+    double last = h.start;
+    for (const auto& [step, wall] : h.wall) last = std::max(last, wall);
+    if (last - h.start < 7200) h.unit = 60;
+  }
   return h;
 }
 
@@ -68,12 +77,12 @@ Points sorted(Points p) {
   return p;
 }
 
-// Points against hours since the run's first session began (steps whose wall time is known).
+// Points against the time since the run's first session began (steps whose wall time is known).
 Points by_hours(const History& h, const Points& by_step) {
   Points out;
   if (std::isnan(h.start)) return out;
   for (const auto& [step, v] : by_step)
-    if (const auto it = h.wall.find(step); it != h.wall.end()) out.emplace_back((it->second - h.start) / 3600, v);
+    if (const auto it = h.wall.find(step); it != h.wall.end()) out.emplace_back((it->second - h.start) / h.unit, v);
   return sorted(out);
 }
 
@@ -125,14 +134,13 @@ std::string curves_section(const nlohmann::json& doc) {
   Chart scale = chart("chart-loss-scale", "Loss scale (fp16)", "step", h);
   add(scale, "loss scale", pick(h, {"train/loss_scale"}), "#b07a00");
   charts.push_back(scale);
-  Chart plan =
-      chart("chart-plan", "Time budget: planned steps against steps done", "hours since the first session began", h);
+  Chart plan = chart("chart-plan", "Time budget: planned steps against steps done", h.wall_label(), h);
   Points done;
   for (const auto& [step, wall] : h.wall) done.emplace_back(step, step);
   add(plan, "planned steps (budget/planned_steps)", by_hours(h, pick(h, {"budget/planned_steps"})), "#b07a00", true);
   if (!plan.series.empty()) add(plan, "steps done", by_hours(h, done), "#1f5fbf");
   charts.push_back(plan);
-  Chart wall = chart("chart-wall", "Loss and accuracy against wall time", "hours since the first session began", h);
+  Chart wall = chart("chart-wall", "Loss and accuracy against wall time", h.wall_label(), h);
   add(wall, "train loss", by_hours(h, train_fine.empty() ? train_epoch : train_fine), "#1f5fbf");
   add(wall, "validation loss", by_hours(h, val_loss), "#d0431f");
   add(wall, "validation accuracy", by_hours(h, val_acc), "#2a8f3a");
