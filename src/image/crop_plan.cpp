@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "frugal/util/error.h"
+#include "frugal/image/augment.h"
 #include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/resize.h"
@@ -105,7 +106,7 @@ CropPlan plan_crop(const TransformOptions& t, std::uint64_t sample_seed, int wid
     p.resize_w = p.resize_h = S;
     p.window = {0, 0, S, S};
   }
-  p.flip = rng.uniform() < 0.5;
+  p.flip = rng.uniform() < 0.5 && t.augment.flips();
   return p;
 }
 
@@ -178,7 +179,10 @@ void resize_center_crop(const Image& in, int shorter, int size, Image& out) {
   detail::resize_window(detail::view_of(in), resize_spec(p), out);
 }
 
-void transform_image(const Image& in_raw, const TransformOptions& t, std::uint64_t seed, Image& out) {
+namespace {
+
+// transform_image up to the crop plan; the decoding paths below end with it too.
+void crop_image(const Image& in_raw, const TransformOptions& t, std::uint64_t seed, Image& out) {
   Image converted, tmp;
   const Image* in = &in_raw;
   if (t.channels && in_raw.channels != t.channels) {
@@ -186,6 +190,19 @@ void transform_image(const Image& in_raw, const TransformOptions& t, std::uint64
     in = &converted;
   }
   apply_crop_plan(*in, plan_crop(t, seed, in->width, in->height), tmp, out);
+}
+
+void augment_trained(const TransformOptions& t, std::uint64_t seed, Image& out) {
+  if (!t.train || !t.augment.has_ops()) return;
+  Image tmp;
+  augment_sample(out, t.augment, seed, tmp);
+}
+
+}  // namespace
+
+void transform_image(const Image& in, const TransformOptions& t, std::uint64_t seed, Image& out) {
+  crop_image(in, t, seed, out);
+  augment_trained(t, seed, out);
 }
 
 namespace {
@@ -301,10 +318,8 @@ void decode_jpeg_planned(const PlannedDecode& pd, DecodeOptions& d, Image& scrat
   detail::resize_window(detail::crop_view(*region, vx0, vy0, vx1 - vx0, vy1 - vy0), spec, out);
 }
 
-}  // namespace
-
-void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
-                      std::uint64_t seed, const std::string& where, Image& scratch, Image& out) {
+void decode_crop(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
+                 std::uint64_t seed, const std::string& where, Image& scratch, Image& out) {
   DecodeOptions d;
   d.channels = t.channels;
   d.max_pixels = max_pixels;
@@ -313,7 +328,7 @@ void decode_transform(std::span<const std::uint8_t> bytes, const TransformOption
   const bool reducible = format == ImageFormat::png || format == ImageFormat::webp;
   if ((format != ImageFormat::jpeg && !reducible) || (format == ImageFormat::jpeg && t.small)) {
     decode_image(bytes, d, where, scratch);
-    transform_image(scratch, t, seed, out);
+    crop_image(scratch, t, seed, out);
     return;
   }
   const PlannedDecode pd(bytes, t, max_pixels, seed, where);
@@ -321,7 +336,15 @@ void decode_transform(std::span<const std::uint8_t> bytes, const TransformOption
   if (const int factor = png_reduction(pd.plan); factor >= 2)
     return decode_reduced(pd, format, factor, d, scratch, out);
   decode_image(bytes, d, where, scratch);
-  transform_image(scratch, t, seed, out);
+  crop_image(scratch, t, seed, out);
+}
+
+}  // namespace
+
+void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& t, std::uint64_t max_pixels,
+                      std::uint64_t seed, const std::string& where, Image& scratch, Image& out) {
+  decode_crop(bytes, t, max_pixels, seed, where, scratch, out);
+  augment_trained(t, seed, out);
 }
 
 }  // namespace frugal

@@ -6,7 +6,9 @@
 #include <limits>
 
 #include "frugal/dataset/sampler.h"
+#include "frugal/image/augment.h"
 #include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
 #include "frugal/run/train_config.h"
 #include "frugal/util/units.h"
@@ -300,6 +302,20 @@ std::vector<Row> make_rows() {
          return real(c.label_smoothing, t, 0, 1, true, "a fraction from 0 up to (not including) 1");
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.label_smoothing; }});
+  add({"augment", nullptr,
+       "after the random crop: none, flip (the default: a horizontal flip half the time), trivial (flip, then "
+       "TrivialAugmentWide) or randaugment[:N,M] (flip, then RandAugment: N ops at magnitude M of 0-30; default "
+       "2,9), as torchvision v2 defines them; on the CPU loader",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return parse_augment(t, c.augment); },
+       [](const TrainConfig& c) -> nlohmann::json { return augment_text(c.augment); }});
+  add({"random_erasing", nullptr,
+       "probability of erasing a random box of the image to 0 after the other augmentations (torchvision's "
+       "RandomErasing; 0: off, the default); on the CPU loader",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.augment.erasing, t, 0, 1, false, "a probability from 0 (off) to 1");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.augment.erasing; }});
   add({"clip_grad_norm", nullptr, "clip the gradient norm (0: off)", Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) {
          return real(c.clip_grad_norm, t, 0, std::numeric_limits<double>::max(), false, "a number from 0 (off) up");
@@ -578,7 +594,29 @@ const std::vector<std::string>& learning_keys() {
 }
 
 // Named as the command line names them: this file holds the table of both spellings.
+namespace {
+
+// The GPU decode path crops, resizes and flips (gpu::plan_job); the augmentations' ops run on the
+// CPU loader only: --decode gpu is refused with them, auto decodes on the CPU and says why.
+void validate_augment(TrainConfig& c) {
+  if (!c.augment.has_ops()) return;
+  const bool policy =
+      c.augment.policy == AugmentOptions::Policy::trivial || c.augment.policy == AugmentOptions::Policy::randaugment;
+  const std::string what = policy ? "{augment} " + augment_text(c.augment) : "{random_erasing}";
+  if (c.decode == DecodeChoice::gpu)
+    fail(ErrorKind::usage, "{decode} gpu with " + what, "{decode} cpu or auto: " + what + " runs on the CPU loader",
+         "{decode} gpu, whose path only crops, resizes and flips",
+         "leave {decode} out (auto) or give {decode} cpu; or keep {decode} gpu with {augment} flip");
+  if (c.decode == DecodeChoice::automatic) {
+    note("decode: cpu (" + what + " runs on the CPU loader; the GPU decode path only crops, resizes and flips)");
+    c.decode = DecodeChoice::cpu;
+  }
+}
+
+}  // namespace
+
 void validate(TrainConfig& c) {
+  validate_augment(c);
   // A time budget plans the epochs: left unset, the epochs are auto; a fixed number contradicts it.
   if (c.epochs_mode == EpochsMode::unset) c.epochs_mode = c.time_budget ? EpochsMode::automatic : EpochsMode::fixed;
   if (c.time_budget && !c.epochs_auto())

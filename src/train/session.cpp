@@ -1291,6 +1291,7 @@ void Session::make_loaders() {
   lo.batch_size = c_.batch_size;
   lo.workers = c_.workers;
   lo.seed = c_.seed;
+  lo.augment = c_.augment;
   lo.pin_memory = device_.is_cuda();
   if (replicas() > 1) lo.shard = {group_->replica(), replicas()};
   if (!group_->reads_images()) {

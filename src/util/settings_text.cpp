@@ -11,6 +11,7 @@ namespace {
 // happens to read "{photos}" reaches the user unchanged. scripts/check_messages.py (ctest
 // house.messages) holds every "{key}" in src/ to this list and finds no "--flag" left in src/.
 constexpr std::string_view kKeys[] = {"amp",
+                                      "augment",
                                       "channels",
                                       "check_val",
                                       "class_names",
@@ -36,6 +37,7 @@ constexpr std::string_view kKeys[] = {"amp",
                                       "name_encoding",
                                       "optimizer",
                                       "prune",
+                                      "random_erasing",
                                       "root",
                                       "size",
                                       "val",

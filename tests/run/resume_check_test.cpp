@@ -207,7 +207,9 @@ TEST(TrainOptions, OneRowPerOptionAndTheLearningKeysOfVersion1) {
                                        // added within version 1 (older configs lack it: not compared)
                                        "exif_orientation", "labels", "label_columns", "images_dir", "class_names",
                                        // how labels are read: tags (multi-label), a header, CIFAR-100's kind
-                                       "label_separator", "labels_header", "label_kind"};
+                                       "label_separator", "labels_header", "label_kind",
+                                       // the augmentations after the crop (older configs: flip, none)
+                                       "augment", "random_erasing"};
   const auto& now = frugal::learning_keys();
   EXPECT_EQ(std::set<std::string>(now.begin(), now.end()), std::set<std::string>(v1.begin(), v1.end()));
   EXPECT_EQ(now.front(), "model");
@@ -222,6 +224,10 @@ TEST(TrainOptions, ValuesOutOfRangeAreRefusedNamingWhatIsAllowed) {
                                                                            {"batch_size", "1.5"},
                                                                            {"val_split", "1.5"},
                                                                            {"val_split", "1"},
+                                                                           {"augment", "trivial:3"},
+                                                                           {"augment", "randaugment:2,31"},
+                                                                           {"random_erasing", "1.5"},
+                                                                           {"random_erasing", "-0.1"},
                                                                            {"disk_budget", "4Q"},
                                                                            {"image_size", "0"},
                                                                            {"deadline", "soon"},

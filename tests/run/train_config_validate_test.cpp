@@ -68,5 +68,28 @@ TEST(ValidateTrainConfig, ContradictionsAreUsageErrorsForEveryCaller) {
   }
 }
 
+// The GPU decode path only crops, resizes and flips: --decode gpu with an augmentation it cannot run
+// is refused, auto decodes on the CPU for it; flip and none stay on any path.
+TEST(ValidateTrainConfig, AugmentationsBeyondTheFlipKeepDecodingOnTheCpu) {
+  TrainConfig gpu;
+  gpu.decode = DecodeChoice::gpu;
+  gpu.augment.policy = AugmentOptions::Policy::trivial;
+  EXPECT_EQ(refusal(gpu), ErrorKind::usage);
+  gpu.augment.policy = AugmentOptions::Policy::none;
+  gpu.augment.erasing = 0.25;
+  EXPECT_EQ(refusal(gpu), ErrorKind::usage);
+  gpu.augment.erasing = 0;
+  EXPECT_EQ(refusal(gpu), ErrorKind::io) << "--augment none on the GPU path is refused";
+  TrainConfig automatic;
+  automatic.decode = DecodeChoice::automatic;
+  automatic.augment.policy = AugmentOptions::Policy::randaugment;
+  validate(automatic);
+  EXPECT_EQ(automatic.decode, DecodeChoice::cpu);
+  automatic.decode = DecodeChoice::automatic;
+  automatic.augment.policy = AugmentOptions::Policy::flip;
+  validate(automatic);
+  EXPECT_EQ(automatic.decode, DecodeChoice::automatic);
+}
+
 }  // namespace
 }  // namespace frugal

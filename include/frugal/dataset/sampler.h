@@ -29,7 +29,8 @@ inline constexpr int kMaxWorkers = 256;
 
 struct LoaderOptions {
   int image_size = 224;
-  bool train = true;  // random augmentation; false: resize + center crop
+  bool train = true;       // random augmentation; false: resize + center crop
+  AugmentOptions augment;  // training: what follows the random crop (flip, TrivialAugment, ...; frugal/image/augment.h)
   int batch_size = 64;
   int workers = 2;  // decode threads, 1 to kMaxWorkers
   std::uint64_t seed = 0;

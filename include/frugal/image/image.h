@@ -12,7 +12,8 @@
 //
 // Transforms follow torchvision: random-resized-crop (with its 10-try fallback), padded random
 // crop, horizontal flip, resize of the shorter side + center crop; resizing is bilinear with
-// antialias when downscaling, as PIL does it.
+// antialias when downscaling, as PIL does it. TrivialAugment, RandAugment and random erasing after
+// the crop: frugal/image/augment.h.
 #pragma once
 
 #include <cstdint>
@@ -186,19 +187,39 @@ void pad_crop(const Image& in, int pad, int x, int y, int w, int h, Image& out);
 // center crop size x size.
 void resize_center_crop(const Image& in, int shorter, int size, Image& out);
 
+// --augment: what training adds after the random crop (which every choice keeps); the ops are
+// frugal/image/augment.h's.
+//   none: nothing; flip: a horizontal flip half the time (the default, frugal's recipe until now);
+//   trivial: flip, then TrivialAugmentWide; randaugment: flip, then RandAugment(num_ops, magnitude).
+// erasing: --random-erasing P, RandomErasing(p=P) after all of them (0: off).
+struct AugmentOptions {
+  enum class Policy { none, flip, trivial, randaugment };
+  Policy policy = Policy::flip;
+  int num_ops = 2, magnitude = 9;  // randaugment's N and M (M a bin of 31: 0..30)
+  double erasing = 0;
+  bool operator==(const AugmentOptions&) const = default;
+
+  bool flips() const { return policy != Policy::none; }
+  // Whether anything beyond the crop and flip runs (what the GPU decode path cannot do).
+  bool has_ops() const { return policy == Policy::trivial || policy == Policy::randaugment || erasing > 0; }
+};
+
 // The training/eval transforms the loader applies. `small` (images of 64 px and less): padded
-// random crop (padding size/8) + flip instead of random-resized-crop.
+// random crop (padding size/8) + flip instead of random-resized-crop. In training, `augment` then
+// runs on the cropped image (augment_sample); evaluation ignores it.
 struct TransformOptions {
   int image_size = 224;
   bool train = true;
   bool small = false;
+  AugmentOptions augment;
   int channels = 0;                               // 0: as decoded
   ExifOrientation exif = ExifOrientation::apply;  // the plan is drawn on the image as it displays
 };
 
 // One sample's geometry, drawn once from its seed and the source size. transform_image,
 // decode_transform and the GPU path (gpu::plan_job) all carry out this plan, so every path crops,
-// resizes and flips a sample alike; nothing else draws from the sample's seed.
+// resizes and flips a sample alike; nothing else draws from the sample's seed (the augmentations after
+// it draw from augment_seed(seed), a stream of their own: frugal/image/augment.h).
 //   resized_crop (train): the random box, resized to image_size x image_size, maybe flipped.
 //   center_crop (eval): the whole image, its shorter side resized to `shorter`, the centre kept.
 //   padded_crop (train, small): the whole image brought to image_size x image_size as center_crop
@@ -217,7 +238,8 @@ struct CropPlan {
 };
 
 // The plan for a width x height source (the draws of torchvision's transforms, in their order:
-// the box, then the flip; for small images the padded window's y, x, then the flip).
+// the box, then the flip; for small images the padded window's y, x, then the flip). The flip is
+// drawn even when transform.augment does not flip (--augment none), so the boxes stay the same.
 // Error(invalid) for a side below 1 and for an image whose resized longer side would pass 2^31
 // pixels (the GPU path counts such an image bad, as the CPU path does).
 CropPlan plan_crop(const TransformOptions& transform, std::uint64_t sample_seed, int width, int height);
@@ -233,7 +255,8 @@ void apply_crop_plan(const Image& in, const CropPlan& plan, Image& tmp, Image& o
 // image_size x image_size.
 void decode_transform(std::span<const std::uint8_t> bytes, const TransformOptions& transform, std::uint64_t max_pixels,
                       std::uint64_t seed, const std::string& where, Image& scratch, Image& out);
-// Same transform on an already decoded image (npy samples, tests).
+// Same transform on an already decoded image (npy samples, tests). Both end with augment_sample
+// in training (transform.augment).
 void transform_image(const Image& in, const TransformOptions& transform, std::uint64_t seed, Image& out);
 
 }  // namespace frugal

@@ -105,6 +105,8 @@ struct TrainConfig {
   EpochsMode epochs_mode = EpochsMode::unset;
   std::uint64_t seed = 0;
   double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
+  // --augment and --random-erasing: what training adds after the random crop (frugal/image/augment.h).
+  AugmentOptions augment;
   // Multi-label data: a tag is predicted when its probability reaches `threshold`, or the per-class
   // thresholds of the best F1 on the validation set when tune_thresholds (stored with the model).
   double threshold = 0.5;
