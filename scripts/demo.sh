@@ -62,7 +62,10 @@ frugal export "$ws/runs/cnn" --format onnx -o "$ws/cnn.onnx" || die "export"
 "$py" scripts/check-onnx.py "$ws/cnn.onnx" "$ws/fashion-test.zip" --frugal "$(command -v frugal)" \
   --ckpt "$ws/runs/cnn" >"$ws/onnx-check.json" || die "ONNX check"
 
-step "5. summary"
+step "5. the run's page: curves, confusion matrix, worst images, facts"
+frugal report "$ws/runs/cnn" --data "$ws/fashion-test.zip" -o "$ws/report.html" >/dev/null || die "report"
+
+step "6. summary"
 kill $sampler 2>/dev/null
 "$py" - "$ws" "$budget" <<'PY'
 import json, os, sys
@@ -77,4 +80,5 @@ print(f"peak workspace use   {peak/2**20:8.1f} MiB (budget {budget})")
 print(f"trained cnn          accuracy {ev['accuracy']*100:5.2f}%  size {size(ws+'/runs/cnn/best.safetensors'):6.2f} MiB")
 print(f"pruned 50% + int8    accuracy {cp['output']['accuracy']*100:5.2f}%  size {size(ws+'/cnn-small.safetensors'):6.2f} MiB ({cp['size_reduction']*100:.0f}% smaller than float32)")
 print(f"ONNX                 agrees with frugal: max |diff| {ox['max_abs_diff']:.2e}, top-1 agreement {ox['top1_agreement']*100:.1f}%  size {size(ws+'/cnn.onnx'):6.2f} MiB")
+print(f"report               {os.path.abspath(ws + '/report.html')} ({size(ws + '/report.html'):.2f} MiB): open it in a browser")
 PY

@@ -47,7 +47,7 @@ EXIT_RESUMABLE = 75
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-__all__ = ["Loader", "Checkpointer", "split", "join", "verify", "Error", "EXIT_RESUMABLE"]
+__all__ = ["Loader", "Checkpointer", "split", "join", "verify", "report", "Report", "Error", "EXIT_RESUMABLE"]
 
 # The CLI's exit code of each kind of failure (CLI.md; include/frugal/util/error.h).
 _EXIT_CODES = {"usage": 2, "invalid": 3, "unsupported": 3, "budget": 4, "io": 1, "interrupted": 75}
@@ -918,3 +918,56 @@ def join(manifest, out=None, delete_parts=False):
 def verify(path, threads=0):
     """Checks an archive or split set (as `frugal verify --json`): {"ok", "bad", ...}."""
     return json.loads(_core.verify(path=os.fspath(path), threads=threads))
+
+
+# ---- Report --------------------------------------------------------------------------------------
+
+def _program(name):
+    """frugal/bin/NAME of a wheel, else the build's own (an install from source), else PATH's."""
+    import shutil
+    for exe in (os.path.join(os.path.dirname(__file__), "bin", name),
+                os.path.join(_build_info.bin_dir, name)):
+        if os.access(exe, os.X_OK):
+            return exe
+    found = shutil.which(name)
+    if not found:
+        raise _error("io", f"frugal report: the {name} program was not found (a wheel's frugal/bin/, "
+                           f"{_build_info.bin_dir}, PATH); install a wheel made by `make wheel`, or build the "
+                           f"programs with `make tools`")
+    return found
+
+
+class Report:
+    """A run's report page (`frugal report`): .path is the HTML file, .html its text; in Jupyter it
+    shows inline (_repr_html_: the page in a sandboxed iframe, which runs no script)."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, encoding="utf-8") as f:
+            self.html = f.read()
+
+    def __repr__(self):
+        return f"frugal.Report({self.path!r})"
+
+    def _repr_html_(self):
+        import html
+        return ('<iframe sandbox style="width:100%;height:900px;border:1px solid #ccc" srcdoc="'
+                + html.escape(self.html, quote=True) + '"></iframe>')
+
+
+def report(run, out=None, data=None, worst=64):
+    """Writes the run folder's report page (as `frugal report RUN [-o out] [--data data]`: curves,
+    confusion matrix, worst images, facts; docs/cli.md) and returns it as a Report, which a
+    notebook displays inline. Errors are frugal.Error with the CLI's message and exit code."""
+    import subprocess
+    args = [_program("frugal-torch"), "report", os.fspath(run), "--worst", str(int(worst))]
+    if out is not None:
+        args += ["-o", os.fspath(out)]
+    if data is not None:
+        args += ["--data", os.fspath(data)]
+    r = subprocess.run(args, capture_output=True, text=True, errors="replace")
+    if r.returncode != 0:
+        kind = {2: "usage", 3: "invalid", 4: "budget", 75: "interrupted"}.get(r.returncode, "io")
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        raise _error(kind, lines[-1] if lines else f"frugal report: exit {r.returncode}")
+    return Report(r.stdout.strip().splitlines()[-1])

@@ -22,6 +22,10 @@ std::string fit_advice(const std::string& what, const std::string& command);
 // break it).
 void print_json(const nlohmann::json& doc);
 
+// `frugal doctor --json`'s document for the disk of `workspace` (frugal-torch only: it asks LibTorch;
+// the report page shows it).
+nlohmann::json doctor_json(const std::string& workspace);
+
 // A command's result (the ls table, the verify report, the eval table, predict's rows) goes to
 // stdout whether or not it is a terminal, so `frugal ls x.zip | head` works; notes, warnings and
 // progress go to stderr (CLI.md). Names from data in it go through printable() (terminal.h).

@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"compress", "prune and quantize a model", true, TORCH(cmd_compress)},
     {"export", "export a model to ONNX", true, TORCH(cmd_export)},
     {"bench", "measure parts of the pipeline (bench loader ARCHIVE)", true, TORCH(cmd_bench)},
+    {"report", "one HTML page of a run: curves, confusion matrix, worst images, facts", true, TORCH(cmd_report)},
     {"du", "disk use of a workspace by kind, against its budget", false, cmd_du},
     {"clean", "remove temporary files and checkpoints retention no longer needs", false, cmd_clean},
 };

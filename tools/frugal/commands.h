@@ -35,5 +35,6 @@ int cmd_predict(int, char**);
 int cmd_compress(int, char**);
 int cmd_export(int, char**);
 int cmd_bench(int, char**);
+int cmd_report(int, char**);
 
 }  // namespace frugal::cli

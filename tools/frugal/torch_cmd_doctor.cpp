@@ -149,7 +149,7 @@ void judge(DoctorFacts& f) {
                          "; run 'frugal du' and 'frugal clean'");
 }
 
-void print_doctor_json(const DoctorFacts& f) {
+nlohmann::json facts_json(const DoctorFacts& f) {
   const SystemInfo& sys = f.sys;
   nlohmann::json j;
   j["frugal_version"] = kVersion;
@@ -177,7 +177,17 @@ void print_doctor_json(const DoctorFacts& f) {
   j["distributed"] = {{"backends", distributed_backends()}, {"gpus_per_node", f.gpu_list.size()}};
   j["warnings"] = f.warnings;
   j["fixes"] = f.fixes;
-  print_json(j);
+  return j;
+}
+
+DoctorFacts collect_facts(const std::string& workspace) {
+  DoctorFacts f;
+  f.sys = collect_system_info(workspace);
+  collect_build(f);
+  f.driver = driver_info();
+  f.gpu_list = gpus();
+  judge(f);
+  return f;
 }
 
 // The report is what was asked for, not progress: stdout, so `frugal doctor > report.txt` keeps it.
@@ -214,6 +224,8 @@ void print_doctor_text(const DoctorFacts& f) {
 
 }  // namespace
 
+nlohmann::json doctor_json(const std::string& workspace) { return facts_json(collect_facts(workspace)); }
+
 int cmd_doctor(int argc, char** argv) {
   CLI::App app{
       "Machine report: CPU, RAM, disk, GPUs, driver/CUDA/cuDNN/LibTorch versions, and whether "
@@ -225,14 +237,9 @@ int cmd_doctor(int argc, char** argv) {
   app.add_option("--workspace", workspace, "folder whose disk and usage to report (default: .)");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-  DoctorFacts f;
-  f.sys = collect_system_info(workspace);
-  collect_build(f);
-  f.driver = driver_info();
-  f.gpu_list = gpus();
-  judge(f);
+  const DoctorFacts f = collect_facts(workspace);
   if (json)
-    print_doctor_json(f);
+    print_json(facts_json(f));
   else
     print_doctor_text(f);
   return 0;
