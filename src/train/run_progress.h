@@ -1,0 +1,49 @@
+// Where a training run stands (internal to the session): the counters and the last validation
+// every checkpoint records, and what train --json reports when the session ends.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "frugal/run/train_config.h"
+#include "frugal/util/env.h"
+#include "train/run_state.h"
+#include "train/training_data.h"
+
+namespace frugal {
+
+// Where the run stands, as every checkpoint records it and the outcome reports it.
+struct RunProgress {
+  std::int64_t step = 0;                              // optimizer steps, earlier sessions included
+  std::int64_t epochs_done = 0;                       // epochs completed, earlier sessions included
+  double lr = 0;                                      // the last step's learning rate
+  nlohmann::json metrics = nlohmann::json::object();  // the last validation's record (metrics.jsonl)
+  std::optional<double> val_accuracy;                 // what keep-best ranks by
+
+  // A checkpoint's state of the run: these, with the loader's epoch and position (the schedule,
+  // micro-batch and the rest are the caller's to add).
+  RunState state(std::int64_t epochs_done_now, std::int64_t loader_epoch, std::int64_t loader_position) const;
+};
+
+// One epoch's figures, from its start: the steps' mean loss, and the seconds of its steps and of
+// the collectives among them (the metrics of a run of several ranks).
+struct EpochTally {
+  std::int64_t step = 0;                            // steps into the epoch
+  double loss_sum = 0;                              // over this session's steps of the epoch (finite losses)
+  std::int64_t loss_samples = 0;                    // the samples of those steps
+  double step_seconds = 0;                          // this epoch's steps, with their agreement
+  double comm_at_start = 0, gradient_at_start = 0;  // the collectives' and gradients' seconds before it
+  Env::SteadyTime agreed_from{};                    // the current step's agreement began (step_seconds counts from it)
+};
+
+// What the run reached, for train --json: `at`, the data's figures (TrainingData::describe) and,
+// when `read_best` (rank 0), best.safetensors read back (its header only) for the best validation:
+// it may come from an earlier session of the run. Status, resumable step and stop reason are the
+// caller's.
+SessionOutcome progress_outcome(const RunProgress& at, const TrainingData& data, const std::filesystem::path& run_dir,
+                                bool read_best);
+
+}  // namespace frugal
