@@ -182,6 +182,15 @@ torch::Tensor labels_of(const torch::Tensor& values, std::int64_t width) {
   return width == 0 ? values : values.reshape({-1, width}).to(torch::kFloat32);
 }
 
+// Seconds of a stage's steps: the schedule's (forwards, backwards, sends and receives), of which
+// waiting in receives (for the other stages: the bubble, and the transfer) and waiting for sends
+// to finish. CPU clocks: on CUDA they time what the CPU waited, not the kernels. Filled by the
+// stage's step, taken by the epoch's metrics (PipelineParallel::epoch_figures).
+struct StageFigures {
+  double schedule = 0, receiving = 0, sending = 0;
+  std::int64_t steps = 0;
+};
+
 // The step of one stage: its micro-batches' forwards and backwards in 1F1B order, then one
 // all-reduce over the stages of the loss, of whether any gradient was inf/NaN (a skipped step is
 // skipped on every stage) and of the gradients' squared norm (clipping by the global norm), then
@@ -189,25 +198,18 @@ torch::Tensor labels_of(const torch::Tensor& values, std::int64_t width) {
 class PipelineStep : public TrainStep {
  public:
   // `replicas`: the group of this stage's data-parallel replicas, which sum its gradients (null:
-  // one pipeline); `replica0`: whether this is the first replica (which adds to the global norm).
+  // one pipeline); `replica0`: whether this is the first replica (which adds to the global norm);
+  // `figures`: where its seconds add up.
   PipelineStep(Model& model, torch::optim::Optimizer& optimizer, LossScaler& scaler, const StepOptions& options,
                ProcessGroup& group, ProcessGroup* replicas, bool replica0, const Stage& stage,
-               std::vector<torch::Tensor> params)
+               std::vector<torch::Tensor> params, std::shared_ptr<StageFigures> figures)
       : TrainStep(model, optimizer, scaler, options),
         g_(group),
         replicas_(replicas),
         replica0_(replica0),
+        figures_(std::move(figures)),
         stage_(stage),
         params_(std::move(params)) {}
-
-  // Seconds of the steps so far: the schedule's (forwards, backwards, sends and receives), of
-  // which waiting in receives (for the other stages: the bubble, and the transfer) and waiting for
-  // sends to finish. CPU clocks: on CUDA they time what the CPU waited, not the kernels.
-  struct Figures {
-    double schedule = 0, receiving = 0, sending = 0;
-    std::int64_t steps = 0;
-  };
-  Figures take_figures() { return std::exchange(figures_, Figures{}); }
 
   StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
                  std::int64_t global_samples) override {
@@ -238,7 +240,7 @@ class PipelineStep : public TrainStep {
   // The first stage cuts its batches into micro-batches of options_.micro_batch and sends the
   // step's plan, [count, each size, label width, every label], to the other stages of its replica
   // (a multi-label sample's label is its row of 0/1 targets, `width` long): they load no
-  // image (their loader reads labels only: Collective::reads_images), and a batch that lost
+  // image (their loader reads labels only: Parallelism::reads_images), and a batch that lost
   // undecodable images on the first stage is the same size on every stage.
   std::vector<Micro> micro_batches(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches) {
     std::vector<Micro> out;
@@ -292,7 +294,7 @@ class PipelineStep : public TrainStep {
     auto receive = [&](int from, int tag) {
       const auto t0 = Clock::now();
       auto t = recv_tensor(g_, options_.device, from, tag);
-      figures_.receiving += since(t0);
+      figures_->receiving += since(t0);
       return t;
     };
     for (const auto& [what, i] : one_f_one_b(stage_.index, stage_.count, static_cast<int>(micro.size()))) {
@@ -330,9 +332,9 @@ class PipelineStep : public TrainStep {
     }
     const auto sent = Clock::now();
     g_.wait_sends();
-    figures_.sending += since(sent);
-    figures_.schedule += since(started);
-    ++figures_.steps;
+    figures_->sending += since(sent);
+    figures_->schedule += since(started);
+    ++figures_->steps;
     if (replicas_) replicas_->all_reduce_gradients(params_, {});
     return finish_step(loss_sum, total);
   }
@@ -378,14 +380,14 @@ class PipelineStep : public TrainStep {
   ProcessGroup& g_;
   ProcessGroup* replicas_;
   bool replica0_;
-  Figures figures_;
+  std::shared_ptr<StageFigures> figures_;
   Stage stage_;
   std::vector<torch::Tensor> params_;
 };
 
 // What evaluate() runs on a stage: its pieces of the forward, the activations through the stages;
 // the last stage returns the logits, the others zeros of the same shape (their counts are replaced
-// by the last stage's: combine_eval).
+// by the last stage's: PipelineParallel::for_evaluation).
 class StageForward : public Model {
  public:
   StageForward(Model& model, ProcessGroup& group, const Stage& stage, std::int64_t classes)
@@ -461,10 +463,9 @@ class PlannedBatches : public BatchSource {
   torch::Device device_;
 };
 
-class PipelineCollective : public GroupCollective {
+class PipelineParallel final : public Parallelism {
  public:
-  PipelineCollective(std::unique_ptr<ProcessGroup> g, PipelineOptions o)
-      : GroupCollective(std::move(g)), o_(std::move(o)) {
+  PipelineParallel(Comm& comm, PipelineOptions o) : Parallelism(comm), g_(*comm.group()), o_(std::move(o)) {
     // Ranks replica-major: replica d's stage s is rank d * N + s, so a pipeline's stages are
     // neighbours (on one machine first) and stage s's replicas are s, s + N, s + 2N, ...
     if (world() % o_.stages != 0)
@@ -481,10 +482,11 @@ class PipelineCollective : public GroupCollective {
     stage_.first_rank = rank() - stage_.index;
     replica_ = rank() / o_.stages;
     replicas_ = world() / o_.stages;
+    reads_images_ = stage_.first();
     if (replicas_ > 1) {
       std::vector<int> same_stage;
       for (int d = 0; d < replicas_; ++d) same_stage.push_back(d * o_.stages + stage_.index);
-      replica_group_ = g_->subgroup(same_stage, "stage" + std::to_string(stage_.index));
+      replica_group_ = &comm.subgroup(same_stage, "stage" + std::to_string(stage_.index));
     }
   }
 
@@ -554,10 +556,8 @@ class PipelineCollective : public GroupCollective {
     for (const auto& [name, t] : optimizer_state(optimizer, named))
       if (t.numel() > 1) optimizer_bytes_ += static_cast<double>(t.nbytes());  // not the step counters
     if (!rank0()) release_other_stages(model, optimizer);
-    auto step = std::make_unique<PipelineStep>(model, optimizer, scaler, o, *g_, replica_group_.get(), replica_ == 0,
-                                               stage_, std::move(params));
-    step_ = step.get();
-    return step;
+    return std::make_unique<PipelineStep>(model, optimizer, scaler, o, g_, replica_group_, replica_ == 0, stage_,
+                                          std::move(params), figures_);
   }
 
   // Every later stage's parameters, buffers and optimizer state from the first replica's rank
@@ -568,19 +568,19 @@ class PipelineCollective : public GroupCollective {
   void gather(Model& model, const OptimizerSetup& opt) override {
     if (replica_ != 0) return;
     torch::NoGradGuard no_grad;
-    const torch::Device device = g_->backend() == "gloo" ? torch::Device(torch::kCPU) : first_device(model);
+    const torch::Device device = g_.backend() == "gloo" ? torch::Device(torch::kCPU) : first_device(model);
     if (!rank0()) {
       const StageTensors mine = stage_tensors(model, opt, stage_.index);
-      for (const auto& t : mine.live) g_->send(t.to(device).contiguous(), 0, kGatherTag);
-      for (const auto& [name, t] : mine.state) g_->send(t.to(device).contiguous(), 0, kGatherTag);
-      g_->wait_sends();
+      for (const auto& t : mine.live) g_.send(t.to(device).contiguous(), 0, kGatherTag);
+      for (const auto& [name, t] : mine.state) g_.send(t.to(device).contiguous(), 0, kGatherTag);
+      g_.wait_sends();
       return;
     }
     for (int s = 1; s < stage_.count; ++s) {
       StageTensors theirs = stage_tensors(model, opt, s);
       auto receive = [&](const torch::Tensor& like) {
         auto t = torch::empty(like.sizes(), like.options().device(device));
-        g_->recv(t, s, kGatherTag);
+        g_.recv(t, s, kGatherTag);
         return t;
       };
       for (auto& t : theirs.live) t.copy_(receive(t));
@@ -595,7 +595,7 @@ class PipelineCollective : public GroupCollective {
   nlohmann::json epoch_figures() override {
     constexpr int kColumns = 7;
     auto t = torch::zeros({world(), kColumns}, torch::kFloat64);
-    const auto f = step_ ? step_->take_figures() : PipelineStep::Figures{};
+    const auto f = std::exchange(*figures_, StageFigures{});
     const double row[kColumns] = {static_cast<double>(stage_.index),
                                   static_cast<double>(replica_),
                                   parameter_bytes_,
@@ -604,7 +604,7 @@ class PipelineCollective : public GroupCollective {
                                   f.receiving,
                                   f.sending};
     for (int c = 0; c < kColumns; ++c) t[rank()][c] = row[c];
-    g_->control_all_reduce_sum(t);
+    g_.control_all_reduce_sum(t);
     auto a = t.accessor<double, 2>();
     nlohmann::json ranks = nlohmann::json::array();
     for (int r = 0; r < world(); ++r)
@@ -627,10 +627,11 @@ class PipelineCollective : public GroupCollective {
 
   // Evaluated in chunks of the training micro-batch (which fits with its backward; the whole
   // validation batch of 256 may not), and running out of memory is a budget error on that stage:
-  // halving there alone would leave the others waiting.
+  // halving there alone would leave the others waiting. The counts are the last stages' (of each
+  // replica's shard), summed; the other stages' are not counts.
   Evaluation for_evaluation(Model& model, BatchSource& val, EvalOptions& options) override {
-    if (!forward_) forward_ = std::make_shared<StageForward>(model, *g_, stage_, classes_);
-    planned_ = std::make_unique<PlannedBatches>(*g_, stage_, val, device_);
+    if (!forward_) forward_ = std::make_shared<StageForward>(model, g_, stage_, classes_);
+    planned_ = std::make_unique<PlannedBatches>(g_, stage_, val, device_);
     options.micro_batch = micro_batch_;
     options.out_of_memory = [stage = stage_.index](std::int64_t chunk) {
       fail(ErrorKind::budget, "GPU memory", "room to evaluate " + std::to_string(chunk) + " images at once",
@@ -638,24 +639,12 @@ class PipelineCollective : public GroupCollective {
            "run the same command again with more {micro_batches} (smaller ones: the same global batch; it resumes "
            "from the last checkpoint), {grad_checkpoint} or more {pipeline} stages");
     };
+    options.reduce = [&g = g_, last = stage_.last()](std::vector<torch::Tensor>& counts) {
+      if (!last)
+        for (auto& c : counts) c.zero_();
+      g.all_reduce_sum(counts);
+    };
     return {*forward_, *planned_};
-  }
-  // The last stages' counts (of each replica's shard), summed; the other stages' are not counts.
-  void combine_eval(std::vector<torch::Tensor>& counts) override {
-    if (!stage_.last())
-      for (auto& c : counts) c.zero_();
-    g_->all_reduce_sum(counts);
-  }
-
-  bool reads_images() const override { return stage_.first(); }
-  int replicas() const override { return replicas_; }
-  int replica() const override { return replica_; }
-
-  // Only the first stage counts the step's samples (the others load the same batches' labels).
-  StepPlan agree_on_step(const StepPlan& mine) override {
-    StepPlan m = mine;
-    if (!stage_.first()) m.samples = 0;
-    return GroupCollective::agree_on_step(m);
   }
   // A stage's batch-norm statistics are averaged over its replicas; the copies of other stages'
   // buffers on this rank are not its to average (they are stale until gather).
@@ -670,20 +659,11 @@ class PipelineCollective : public GroupCollective {
   }
   // Every rank built the model from the same seed and resumed the same checkpoint; a stage uses
   // only its own tensors, so there is nothing to make equal (the others stay on the CPU).
-  void broadcast_from_rank0(std::vector<torch::Tensor>&) override {}
-  // A pipeline's stages draw dropout as the data-parallel rank of its replica would.
-  void seed_step(std::uint64_t seed, std::int64_t step) override {
-    torch::manual_seed(
-        mix_seed(mix_seed(seed, static_cast<std::uint64_t>(replica_)), static_cast<std::uint64_t>(step)));
-  }
-  double comm_seconds() const override {
-    return g_->comm_seconds() + (replica_group_ ? replica_group_->comm_seconds() : 0);
-  }
-  double gradient_seconds() const override { return replica_group_ ? replica_group_->gradient_seconds() : 0; }
+  void equalize(std::vector<torch::Tensor>&) override {}
   std::string describe() const override {
     return "pipeline: stage " + std::to_string(stage_.index) + " of " + std::to_string(stage_.count) +
            (replicas_ > 1 ? ", replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) : "") + " (" +
-           g_->backend() + ")";
+           g_.backend() + ")";
   }
 
  private:
@@ -742,7 +722,7 @@ class PipelineCollective : public GroupCollective {
         cost.fill_(-1);  // every rank balances by parameters
       }
     }
-    g_->control_broadcast(cost);
+    g_.control_broadcast(cost);
     return {cost.data_ptr<double>(), cost.data_ptr<double>() + cost.numel()};
   }
 
@@ -850,11 +830,15 @@ class PipelineCollective : public GroupCollective {
     return classes;
   }
 
+  int rank() const { return comm_.rank(); }
+  int world() const { return comm_.world(); }
+  bool rank0() const { return comm_.rank0(); }
+
+  ProcessGroup& g_;  // the run's, comm_'s
   PipelineOptions o_;
   Stage stage_;
-  int replica_ = 0, replicas_ = 1;
-  std::unique_ptr<ProcessGroup> replica_group_;  // this stage's replicas (null: one pipeline)
-  PipelineStep* step_ = nullptr;                 // the session's, which outlives its use here
+  ProcessGroup* replica_group_ = nullptr;  // this stage's replicas, comm_'s (null: one pipeline)
+  std::shared_ptr<StageFigures> figures_ = std::make_shared<StageFigures>();  // shared with the step
   double parameter_bytes_ = 0, optimizer_bytes_ = 0;
   std::set<const void*> own_buffers_;
   std::vector<std::size_t> begins_;
@@ -867,8 +851,8 @@ class PipelineCollective : public GroupCollective {
 
 }  // namespace
 
-std::unique_ptr<Collective> make_pipeline(std::unique_ptr<ProcessGroup> group, const PipelineOptions& options) {
-  return std::make_unique<PipelineCollective>(std::move(group), options);
+std::unique_ptr<Parallelism> make_pipeline(Comm& comm, const PipelineOptions& options) {
+  return std::make_unique<PipelineParallel>(comm, options);
 }
 
 }  // namespace frugal

@@ -6,13 +6,25 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "train/collective.h"
+#include "train/comm.h"
+#include "train/parallelism.h"
 
 namespace frugal {
+
+// --pipeline: how the model is cut into stages.
+struct PipelineOptions {
+  int stages = 1;                    // 1: no pipeline
+  int micro_batches = 0;             // per step
+  std::vector<std::string> split;    // pieces that start stages 1..N-1 (empty: balanced)
+  std::string balance = "time";      // what a balanced cut evens out: "time" (measured) or "parameters"
+  std::vector<std::int64_t> sample;  // (micro-batch, C, H, W) of a measuring input
+  AmpMode amp = AmpMode::off;
+};
 
 // Where each of `stages` stages begins (piece indices, the first 0), cutting `cost` (one entry
 // per piece) into contiguous runs whose largest sum is as small as it can be.
@@ -28,6 +40,8 @@ std::vector<std::size_t> stages_at(const std::vector<ModelPiece>& pieces, const 
 // backwards left: at most N-s micro-batches' activations are held at once.
 std::vector<std::pair<char, int>> one_f_one_b(int stage, int stages, int micro_batches);
 
-std::unique_ptr<Collective> make_pipeline(std::unique_ptr<ProcessGroup> group, const PipelineOptions& options);
+// This rank's stage of a pipeline of options.stages over the ranks of `comm` (grouped), which it
+// uses until it is destroyed: N stages x D data-parallel replicas, else Error(usage).
+std::unique_ptr<Parallelism> make_pipeline(Comm& comm, const PipelineOptions& options);
 
 }  // namespace frugal

@@ -30,8 +30,8 @@ std::string count(std::int64_t n, const char* one, const char* many) {
 void Session::build_model() {
   m_ = ModelChoice(c_, data_, dist_env_).make();
   if (c_.pipeline > 1) join_group();
-  if (group_)
-    group_->place(*m_.model, m_.device);
+  if (parallel_)
+    parallel_->place(*m_.model, m_.device);
   else
     m_.model->to(m_.device);
   m_.prepare_to_train(c_);
@@ -81,7 +81,7 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
 // budget failure.
 SessionOutcome Session::stopped() {
   const std::optional<std::int64_t> mine = rank0() ? run_->manager().resumable_step() : std::nullopt;
-  const std::int64_t saved = group_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
+  const std::int64_t saved = comm_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(at_.step);
   if (saved == at_.step) {
     note(at + ", saved; " + (resume_hint_.empty() ? "run the same command again to continue" : resume_hint_));
@@ -112,7 +112,7 @@ SessionOutcome Session::outcome(SessionOutcome::Status status, std::int64_t resu
 // saves.
 void Session::checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait) {
   average_buffers();
-  group_->gather(*m_.model, m_.opt);  // a pipeline's stages into rank 0's copy
+  parallel_->gather(*m_.model, m_.opt);  // a pipeline's stages into rank 0's copy
   if (rank0()) save(make_checkpoint(epochs_done, position, loader_epoch), wait);
 }
 
@@ -151,7 +151,7 @@ bool Session::should_stop(bool eval_due) {
 // Joins the ranks torchrun started (distributed.h); one process with --sync-bn normalises through
 // the same code, its own batch being the whole batch.
 void Session::join_group() {
-  if (group_) return;  // a pipeline joined before placing the model
+  if (comm_) return;  // a pipeline joined before placing the model
   PipelineOptions pipeline;
   if (c_.pipeline > 1) {
     if (!dist_env_)
@@ -167,21 +167,20 @@ void Session::join_group() {
                        m_.info.image_size, m_.info.image_size};
     pipeline.amp = m_.amp;
   }
-  group_ = Collective::join(
-      dist_env_, m_.device, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout),
-      [this] { return stop_->signalled(); }, pipeline);
-  Collective* g = group_.get();
+  comm_ = Comm::join(dist_env_, m_.device, std::chrono::duration_cast<std::chrono::milliseconds>(c_.dist_timeout),
+                     [this] { return stop_->signalled(); });
+  parallel_ = make_parallelism(*comm_, pipeline);
+  Comm* g = comm_.get();
   if (c_.sync_bn)
     set_batch_norm_sync([g](torch::Tensor& t) {
       std::vector<torch::Tensor> one{t};
       g->sum(one);
     });
   if (!g->grouped()) return;
-  note(g->describe() + ", a global batch of " + count(global_batch(), "image", "images") +
+  note(parallel_->describe() + ", a global batch of " + count(global_batch(), "image", "images") +
        (c_.pipeline > 1 ? ", batch norm per micro-batch"
         : c_.sync_bn    ? ", batch norm over all ranks"
                         : ", batch norm per rank (averaged before evaluating and saving)"));
-  m_.eval_options.reduce = [g](std::vector<torch::Tensor>& counts) { g->combine_eval(counts); };
 }
 
 // BatchNorm running statistics differ between ranks that normalise by their own batches: before
@@ -189,12 +188,12 @@ void Session::join_group() {
 // whose statistics come from all the data seen (an average of estimates over equal shares; a
 // broadcast of rank 0's would throw the others' away). With --sync-bn they are equal already.
 void Session::average_buffers() {
-  if (!group_->grouped()) return;  // one process's statistics are the mean already
+  if (!comm_->grouped()) return;  // one process's statistics are the mean already
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> floating;
   for (auto& b : m_.model->buffers())
     if (b.is_floating_point()) floating.push_back(b);
-  group_->average(floating);
+  parallel_->average(floating);
 }
 
 // The first step's deadline check, decided together: a rank whose deadline cannot hold a step and
@@ -207,7 +206,7 @@ void Session::fits_one_step_together() {
   } catch (const Error& e) {
     mine = e;
   }
-  const bool any = group_->any(mine.has_value());
+  const bool any = comm_->any(mine.has_value());
   if (mine) throw *mine;
   if (any)
     fail(ErrorKind::budget, "deadline", "time for at least one step and a save on every process",
@@ -221,15 +220,15 @@ void Session::start_epoch(std::int64_t epoch, std::int64_t position) {
   data_.train_loader->start(epoch, position);
   epoch_ = EpochTally{};
   epoch_.step = position == 0 ? 0 : at_.step - epoch * steps_per_epoch_;
-  epoch_.comm_at_start = group_->comm_seconds();
-  epoch_.gradient_at_start = group_->gradient_seconds();
+  epoch_.comm_at_start = comm_->comm_seconds();
+  epoch_.gradient_at_start = comm_->gradient_seconds();
 }
 
 // Whether the plan of a time budget ends before this step (mid-epoch too): then evaluate and save.
 // With several ranks rank 0's plan decides, in the step's agreement.
 bool Session::plan_ends_here() {
   horizon_->update(at_.step, false);
-  return !group_->grouped() && horizon_->ended(at_.step);
+  return !comm_->grouped() && horizon_->ended(at_.step);
 }
 
 // The next step's batches: `accum` of them, fewer at the epoch's end, none after it.
@@ -256,8 +255,8 @@ bool Session::cadence_due(std::int64_t step) {
 // What every process agrees on before the step: a stop asked for anywhere (signal, deadline), the
 // step's samples over all, rank 0's plan (steps, learning rate). A group decides rank 0's save
 // cadence here; one process after the step (save_due).
-Collective::StepPlan Session::agree_on_step(const NextStep& next) {
-  using Plan = Collective::StepPlan;
+Comm::StepPlan Session::agree_on_step(const NextStep& next) {
+  using Plan = Comm::StepPlan;
   const bool last_of_epoch = epoch_.step + 1 >= steps_per_epoch_ || horizon_->last(at_.step);
   const bool stop = should_stop(last_of_epoch);
   at_.lr = horizon_->lr(at_.step);
@@ -266,11 +265,11 @@ Collective::StepPlan Session::agree_on_step(const NextStep& next) {
   mine.stop = !stop                                  ? Plan::Stop::none
               : stop_reason_.rfind("signal", 0) == 0 ? Plan::Stop::signal
                                                      : Plan::Stop::deadline;
-  mine.samples = next.samples;
+  mine.samples = parallel_->reads_images() ? next.samples : 0;  // a later pipeline stage's are the first's
   mine.total_steps = horizon_->total_steps();
   mine.lr = at_.lr;
-  mine.save_after = group_->grouped() && cadence_due(at_.step + 1);
-  const Plan plan = group_->agree_on_step(mine);
+  mine.save_after = comm_->grouped() && cadence_due(at_.step + 1);
+  const Plan plan = comm_->agree_on_step(mine);
   horizon_->agree(plan.total_steps);
   if (plan.stop != Plan::Stop::none && !stop)  // one deadline for all
     stop_reason_ = plan.stop == Plan::Stop::signal ? "signal on another rank" : "deadline";
@@ -278,12 +277,12 @@ Collective::StepPlan Session::agree_on_step(const NextStep& next) {
   return plan;
 }
 
-StepResult Session::run_step(const NextStep& next, const Collective::StepPlan& plan) {
+StepResult Session::run_step(const NextStep& next, const Comm::StepPlan& plan) {
   set_lr(*m_.opt.optimizer, at_.lr);
   // Dropout on each rank draws from a generator seeded by (seed, rank, step): the checkpoint holds
   // rank 0's generator only, and ranks that drew for batches of other sizes would not resume as
   // they ran. So a resumed rank draws what it would have drawn, whatever the world size before.
-  group_->seed_step(c_.seed, at_.step);
+  parallel_->seed_step(c_.seed, at_.step);
   StepResult r = step_->run(next.batches, plan.samples);
   const auto t1 = env_.steady_now();
   stop_->step_ended(t1);  // from the last step's end: the wait for its batches included
@@ -311,8 +310,8 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
     run_->event_scalar("train/loss", r.loss, at_.step);
 }
 
-bool Session::save_due(const Collective::StepPlan& plan) {
-  return group_->grouped() ? plan.save_after : cadence_due(at_.step);
+bool Session::save_due(const Comm::StepPlan& plan) {
+  return comm_->grouped() ? plan.save_after : cadence_due(at_.step);
 }
 
 // Returns false when the run must stop (saved) before the epoch ends.
@@ -322,9 +321,9 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t& position) {
     if (plan_ends_here()) return true;
     const NextStep next = next_batches(position);
     if (next.batches.empty()) return true;  // every rank has as many batches (EpochPlan)
-    const Collective::StepPlan plan = agree_on_step(next);
+    const Comm::StepPlan plan = agree_on_step(next);
     if (horizon_->ended(at_.step)) return true;  // rank 0's plan ended here
-    if (plan.stop != Collective::StepPlan::Stop::none) {
+    if (plan.stop != Comm::StepPlan::Stop::none) {
       checkpoint(epoch, position, epoch, true);
       return false;
     }
@@ -341,7 +340,7 @@ EvalResult Session::evaluate_epoch(double& secs) {
   secs = 0;
   if (data_.val->size() == 0) return {};
   auto t0 = env_.steady_now();
-  const Collective::Evaluation how = group_->for_evaluation(*m_.model, *data_.val_loader, m_.eval_options);
+  const Parallelism::Evaluation how = parallel_->for_evaluation(*m_.model, *data_.val_loader, m_.eval_options);
   EvalResult e =
       evaluate(how.model, how.batches, static_cast<int>(data_.classes.size()), m_.step_options, &m_.eval_options);
   secs = seconds_since(t0, env_.steady_now());
@@ -379,12 +378,12 @@ void Session::write_epoch_events(const EvalResult& e) {
 
 // Validation's undecodable images and images seen since its loader's start(), every rank's summed.
 std::pair<std::int64_t, std::int64_t> Session::validation_bad_seen() {
-  return data_.validation_bad_seen([this](std::vector<torch::Tensor>& t) { group_->sum(t); }, m_.device);
+  return data_.validation_bad_seen([this](std::vector<torch::Tensor>& t) { comm_->sum(t); }, m_.device);
 }
 
 void Session::check_validation_up_front() {
   data_.check_validation_up_front(
-      c_, env_, [this](std::vector<torch::Tensor>& t) { group_->sum(t); }, m_.device);
+      c_, env_, [this](std::vector<torch::Tensor>& t) { comm_->sum(t); }, m_.device);
 }
 
 // Undecodable validation images count against {max_bad_fraction} as training's do, over every
@@ -411,7 +410,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
     horizon_->update(at_.step, true);
     begin_writing();
   }
-  const double step_comm = group_->comm_seconds() - epoch_.comm_at_start;  // the steps' collectives
+  const double step_comm = comm_->comm_seconds() - epoch_.comm_at_start;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   double secs = 0;
   const EvalResult e = evaluate_epoch(secs);
@@ -436,20 +435,20 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   if (validating && e.multi_label) add_multi_label_figures(e);
   if (!validating)
     for (const char* key : {"val_loss", "val_accuracy", "val_samples", "per_class"}) at_.metrics.erase(key);
-  if (group_->grouped()) {
+  if (comm_->grouped()) {
     // The share of the epoch's steps spent in collectives (waiting for the slowest rank included).
     at_.metrics["world_size"] = world();
     at_.metrics["step_seconds"] = epoch_.step_seconds;
     at_.metrics["comm_seconds"] = step_comm;
-    at_.metrics["gradient_comm_seconds"] = group_->gradient_seconds() - epoch_.gradient_at_start;
+    at_.metrics["gradient_comm_seconds"] = comm_->gradient_seconds() - epoch_.gradient_at_start;
   }
-  if (nlohmann::json figures = group_->epoch_figures(); !figures.is_null()) at_.metrics["pipeline"] = figures;
+  if (nlohmann::json figures = parallel_->epoch_figures(); !figures.is_null()) at_.metrics["pipeline"] = figures;
   log_->epoch(epoch, horizon_->epochs_to_show(epoch, at_.step), e);
   run_->append_metrics(at_.metrics.dump() + "\n");
   write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (horizon_->update(at_.step, true))
-    horizon_->agree(group_->from_rank0(horizon_->total_steps()));  // the loop's end is rank 0's plan
+    horizon_->agree(comm_->from_rank0(horizon_->total_steps()));  // the loop's end is rank 0's plan
   return true;
 }
 
@@ -514,8 +513,8 @@ SessionOutcome Session::train() {
   start_horizon();
   if (horizon_->work_left(at_.step, from_.epoch))
     run_->require_free_space();  // a run with nothing left to train saves nothing
-  if (group_->grouped() && c_.sync_bn) m_.step_options.equal_forwards = c_.batch_size;
-  step_ = group_->make_step(*m_.model, *m_.opt.optimizer, *m_.scaler, m_.step_options);
+  if (comm_->grouped() && c_.sync_bn) m_.step_options.equal_forwards = c_.batch_size;
+  step_ = parallel_->make_step(*m_.model, *m_.opt.optimizer, *m_.scaler, m_.step_options);
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   say_plan();
   check_validation_up_front();
@@ -542,21 +541,21 @@ void Session::start_watchdog() {
 // With several ranks, one start for all: rank 0's parameters and buffers, and every rank resumed
 // the same step.
 void Session::start_together() {
-  if (!group_->grouped()) return;
+  if (!comm_->grouped()) return;
   std::vector<torch::Tensor> state;
   for (auto& p : m_.model->parameters()) state.push_back(p.data());
   for (auto& b : m_.model->buffers()) state.push_back(b);
-  group_->broadcast_from_rank0(state);
-  if (std::int64_t step0 = group_->from_rank0(at_.step); step0 != at_.step)
+  parallel_->equalize(state);
+  if (std::int64_t step0 = comm_->from_rank0(at_.step); step0 != at_.step)
     fail(ErrorKind::invalid, run_dir_.string(), "the same run folder on every rank",
-         "rank " + std::to_string(group_->rank()) + " resumed at step " + std::to_string(at_.step) +
+         "rank " + std::to_string(comm_->rank()) + " resumed at step " + std::to_string(at_.step) +
              ", rank 0 at step " + std::to_string(step0),
          "give every rank the same run folder (on several machines: a shared file system)");
 }
 
 // The loaders (TrainingData::make_loaders), and the steps they make.
 void Session::make_loaders() {
-  data_.make_loaders(c_, m_.info.image_size, m_.device, {group_->replica(), replicas(), group_->reads_images()});
+  data_.make_loaders(c_, m_.info.image_size, m_.device, {parallel_->replica(), replicas(), parallel_->reads_images()});
   steps_per_epoch_ = (data_.train_loader->batches_per_epoch() + c_.accum - 1) / c_.accum;
 }
 
@@ -581,7 +580,7 @@ SessionOutcome Session::finish() {
     saved = r.status != SaveResult::Status::skipped_no_room && r.status != SaveResult::Status::disk_full;
     if (!saved) run_->note_save(r);
   }
-  saved = group_->from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
+  saved = comm_->from_rank0(saved ? 1 : 0) != 0;  // every rank ends as rank 0's save did
   if (!saved) {
     stop_reason_ = rank0() ? run_->no_room() : "no room on rank 0";
     return stopped();

@@ -24,9 +24,10 @@
 #include "frugal/train/run_writer.h"
 #include "frugal/train/train.h"
 #include "frugal/util/env.h"
-#include "train/collective.h"
+#include "train/comm.h"
 #include "train/distributed.h"
 #include "train/horizon.h"
+#include "train/make_parallelism.h"
 #include "train/model_choice.h"
 #include "train/resume.h"
 #include "train/run_progress.h"
@@ -76,11 +77,11 @@ class Session {
   void start_epoch(std::int64_t epoch, std::int64_t position);
   bool plan_ends_here();
   NextStep next_batches(std::int64_t position);
-  Collective::StepPlan agree_on_step(const NextStep& next);
-  StepResult run_step(const NextStep& next, const Collective::StepPlan& plan);
+  Comm::StepPlan agree_on_step(const NextStep& next);
+  StepResult run_step(const NextStep& next, const Comm::StepPlan& plan);
   void account(std::int64_t epoch, const StepResult& r);
   bool cadence_due(std::int64_t step);
-  bool save_due(const Collective::StepPlan& plan);
+  bool save_due(const Comm::StepPlan& plan);
   bool end_of_epoch(std::int64_t epoch, std::int64_t position);
   bool validation_too_bad(std::int64_t epoch, std::int64_t position);
   std::pair<std::int64_t, std::int64_t> validation_bad_seen();
@@ -92,9 +93,9 @@ class Session {
   void join_group();
   void average_buffers();
   void fits_one_step_together();
-  bool rank0() const { return !group_ || group_->rank0(); }
-  int world() const { return group_ ? group_->world() : 1; }
-  int replicas() const { return group_ ? group_->replicas() : 1; }
+  bool rank0() const { return !comm_ || comm_->rank0(); }
+  int world() const { return comm_ ? comm_->world() : 1; }
+  int replicas() const { return parallel_ ? parallel_->replicas() : 1; }
   std::int64_t global_batch() const { return static_cast<std::int64_t>(c_.batch_size) * c_.accum * replicas(); }
   SessionOutcome stopped();
   SessionOutcome outcome(SessionOutcome::Status status, std::int64_t resumable_step) const;
@@ -123,8 +124,9 @@ class Session {
   std::optional<Watchdog> watchdog_;
   std::unique_ptr<TrainLog> log_;
   std::optional<DistEnv> dist_env_;    // launched by torchrun as one of several ranks
-  std::unique_ptr<Collective> group_;  // the run's other processes (solo: none), once the device is known
-  ResumePoint from_;                   // where this session started: the resumed step, loader position and plan
+  std::unique_ptr<Comm> comm_;         // the wire to the run's other processes (solo: none), once the device is known
+  std::unique_ptr<Parallelism> parallel_;  // where the model lives over them (data parallel, pipeline stages)
+  ResumePoint from_;                       // where this session started: the resumed step, loader position and plan
   std::int64_t steps_per_epoch_ = 0;
 
   // Per session: where the run stands and what the session has told and written.

@@ -19,7 +19,7 @@
 #include "frugal/train/train.h"
 #include "loopback_group.h"
 #include "frugal/util/error.h"
-#include "train/collective.h"
+#include "train/comm.h"
 #include "train/distributed.h"
 #include "train/pipeline.h"
 
@@ -219,7 +219,7 @@ using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
 // `before_step` runs on each stage before the step (an Error it throws ends that stage's run),
 // `after_step` after it.
 using StageHook =
-    std::function<void(int stage, Collective&, Model&, const OptimizerSetup&, const StepOptions&, StageRun&)>;
+    std::function<void(int stage, Parallelism&, Model&, const OptimizerSetup&, const StepOptions&, StageRun&)>;
 std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep&, Model&)>& tamper,
                                    const std::function<Batches(int stage)>& batch_of = {},
                                    const StageHook& before_step = {}, const StageHook& after_step = {}) {
@@ -243,7 +243,8 @@ std::array<StageRun, 2> two_stages(const std::function<void(int stage, TrainStep
         po.micro_batches = 2;
         po.split = {"head"};
         po.sample = {4, 1, 4, 4};
-        auto group = make_pipeline(ProcessGroup::join(env, torch::kCPU, std::chrono::seconds(3)), po);
+        Comm comm(ProcessGroup::join(env, torch::kCPU, std::chrono::seconds(3)));
+        auto group = make_pipeline(comm, po);
         group->place(model, torch::kCPU);
         OptimizerOptions oo;
         auto opt = make_optimizer(model, oo);
@@ -342,11 +343,10 @@ TEST(PipelineEval, OnlyTheFirstStageReadsAndEveryStageReportsItsBatches) {
   std::array<int, 2> calls{};
   auto r = two_stages(
       nullptr, {},
-      [&](int stage, Collective& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun& out) {
+      [&](int stage, Parallelism& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun& out) {
         FixedBatches own(stage == 0 ? batches : std::vector<Batch>{});
         EvalOptions eo;
-        eo.reduce = [&](std::vector<torch::Tensor>& counts) { group.combine_eval(counts); };
-        const Collective::Evaluation how = group.for_evaluation(model, own, eo);
+        const Parallelism::Evaluation how = group.for_evaluation(model, own, eo);
         out.eval = evaluate(how.model, how.batches, 3, so, &eo);
         out.eval_chunk = eo.micro_batch;
         calls[static_cast<std::size_t>(stage)] = own.calls;
@@ -379,15 +379,14 @@ TEST(PipelineEval, OutOfMemoryOnOneStageIsABudgetErrorNotAHalving) {
   const auto batches = validation_batches();
   auto r = two_stages(
       nullptr, {},
-      [&](int stage, Collective& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun&) {
+      [&](int stage, Parallelism& group, Model& model, const OptimizerSetup&, const StepOptions& so, StageRun&) {
         FixedBatches own(stage == 0 ? batches : std::vector<Batch>{});
         EvalOptions eo;
-        eo.reduce = [&](std::vector<torch::Tensor>& counts) { group.combine_eval(counts); };
         if (stage == 1)
           eo.before_forward = [](std::int64_t) {
             throw c10::OutOfMemoryError(c10::SourceLocation{__func__, __FILE__, __LINE__}, "CUDA out of memory (test)");
           };
-        const Collective::Evaluation how = group.for_evaluation(model, own, eo);
+        const Parallelism::Evaluation how = group.for_evaluation(model, own, eo);
         evaluate(how.model, how.batches, 3, so, &eo);
       });
   ASSERT_TRUE(r[1].error);
@@ -403,7 +402,7 @@ TEST(PipelineEval, OutOfMemoryOnOneStageIsABudgetErrorNotAHalving) {
 TEST(PipelineGather, RankZeroGetsTheOtherStagesTensorsAndOnlyIt) {
   auto r = two_stages(
       nullptr, {}, {},
-      [](int, Collective& group, Model& model, const OptimizerSetup& opt, const StepOptions&, StageRun& out) {
+      [](int, Parallelism& group, Model& model, const OptimizerSetup& opt, const StepOptions&, StageRun& out) {
         auto& m = dynamic_cast<TwoPieces&>(model);
         group.gather(model, opt);
         // The head's weight and its AdamW moment; the first piece's weight.

@@ -2,7 +2,6 @@
 // (docs/formats.md), and a checkpoint's state comes back as it went in.
 #include <gtest/gtest.h>
 
-#include "train/collective.h"
 #include "train/run_state.h"
 
 namespace frugal {
@@ -82,30 +81,6 @@ TEST(RunState, TheLossScalerAndGeneratorTensorsRoundTrip) {
   LossScaler other;
   load_trainer_tensors(ck, other, torch::kCPU);
   EXPECT_EQ(other.scale_value(), 1024.0);
-}
-
-TEST(Collective, ASingleProcessAnswersWithItsOwnValues) {
-  auto solo = Collective::join(std::nullopt, torch::kCPU, std::chrono::milliseconds(1000), {});
-  EXPECT_FALSE(solo->grouped());
-  EXPECT_TRUE(solo->rank0());
-  EXPECT_EQ(solo->world(), 1);
-  Collective::StepPlan mine;
-  mine.stop = Collective::StepPlan::Stop::deadline;
-  mine.samples = 24;
-  mine.total_steps = 100;
-  mine.lr = 0.01;
-  const auto plan = solo->agree_on_step(mine);
-  EXPECT_EQ(plan.stop, mine.stop);
-  EXPECT_EQ(plan.samples, 24);
-  EXPECT_EQ(plan.total_steps, 100);
-  EXPECT_EQ(plan.lr, 0.01);
-  EXPECT_EQ(solo->from_rank0(7), 7);
-  EXPECT_TRUE(solo->any(true));
-  EXPECT_FALSE(solo->any(false));
-  std::vector<torch::Tensor> t{torch::ones({2})};
-  solo->average(t);
-  solo->sum(t);
-  EXPECT_TRUE(torch::equal(t[0], torch::ones({2})));
 }
 
 }  // namespace
