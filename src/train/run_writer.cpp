@@ -71,6 +71,7 @@ void RunWriter::begin_writing(const Start& start) {
   }
   for (const auto& line : pending_) append_metrics(line);
   pending_.clear();
+  for (const TrainPoint& p : points_) point_events(p);  // taken before writing began (a time budget's first steps)
 }
 
 // --fresh: the old run's checkpoints carry higher step numbers and would rank newest, and its
@@ -130,6 +131,24 @@ void RunWriter::event_scalar(const char* tag, double value, std::int64_t step) {
     events_.reset();
     log_write_failed("the TensorBoard events", e);
   }
+}
+
+void RunWriter::point_events(const TrainPoint& p) {
+  if (!events_ || !may_write(32 * 5, "the TensorBoard events")) return;
+  for (const auto& [tag, value] : p.tags()) event_scalar(tag.c_str(), value, p.step);
+}
+
+void RunWriter::train_point(const TrainPoint& p) {
+  if (!writes_) return;
+  points_.push_back(p);
+  point_events(p);
+}
+
+void RunWriter::append_epoch(nlohmann::json record) {
+  record["version"] = kMetricsVersion;
+  if (!points_.empty()) record["train_points"] = points_json(points_);
+  points_.clear();
+  append_metrics(record.dump() + "\n");
 }
 
 void RunWriter::flush_events() {

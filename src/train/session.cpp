@@ -306,8 +306,11 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
     epoch_.loss_samples += r.samples;
   }
   log_->step(at_.step, horizon_->total_steps(), epoch, r, at_.lr);
-  if (at_.step % 20 == 0 && rank0() && run_->may_write(64, "the TensorBoard events"))
-    run_->event_scalar("train/loss", r.loss, at_.step);
+  const std::int64_t planned = c_.epochs_auto() && horizon_->planned() ? horizon_->total_steps() : -1;
+  auto scale = [this] { return m_.scaler->scale_value(); };
+  if (auto p = series_->step(at_.step, horizon_->total_steps(), r.loss, r.samples, at_.lr, scale, planned);
+      p && rank0())
+    run_->train_point(*p);
 }
 
 bool Session::save_due(const Comm::StepPlan& plan) {
@@ -444,7 +447,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   }
   if (nlohmann::json figures = parallel_->epoch_figures(); !figures.is_null()) at_.metrics["pipeline"] = figures;
   log_->epoch(epoch, horizon_->epochs_to_show(epoch, at_.step), e);
-  run_->append_metrics(at_.metrics.dump() + "\n");
+  run_->append_epoch(at_.metrics);
   write_epoch_events(e);
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (horizon_->update(at_.step, true))
@@ -518,6 +521,7 @@ SessionOutcome Session::train() {
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   say_plan();
   check_validation_up_front();
+  series_.emplace(env_);  // the first point's images/s counts from here
 
   for (std::int64_t epoch = from_.epoch; horizon_->more(at_.step, epoch); ++epoch) {
     std::int64_t position = epoch == from_.epoch ? from_.position : 0;

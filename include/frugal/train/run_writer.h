@@ -17,6 +17,7 @@
 #include "frugal/budget/budget.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/run_folder.h"
+#include "frugal/run/train_series.h"
 #include "frugal/util/env.h"
 #include "frugal/util/error.h"
 
@@ -80,6 +81,13 @@ class RunWriter {
   void append_metrics_when_writing(const std::string& line);
   void event_scalar(const char* tag, double value, std::int64_t step);
   void flush_events();
+  // A point of the training curve (TrainSeries): its scalars in the TensorBoard events now (once
+  // writing began: those before, then), and in metrics.jsonl with the next epoch record (append_epoch).
+  void train_point(const TrainPoint& p);
+  // An epoch's record as a line of metrics.jsonl, stamped with its version (kMetricsVersion) and
+  // carrying the training curve's points held since the last record ("train_points").
+  static constexpr int kMetricsVersion = 2;
+  void append_epoch(nlohmann::json record);
 
   // A save that found no room (the disk full, or nothing left within the budget): why, kept. The
   // session ends at the next step, resumable from the last checkpoint saved: training on would
@@ -96,6 +104,7 @@ class RunWriter {
 
  private:
   void log_write_failed(const char* what, const Error& e);
+  void point_events(const TrainPoint& p);
   void discard_previous_run();
 
   Env& env_;
@@ -108,6 +117,7 @@ class RunWriter {
   std::unique_ptr<EventWriter> events_;
   std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured
   std::vector<std::string> pending_;                  // records made before writing began
+  std::vector<TrainPoint> points_;                    // the curve's points since the last epoch record
   std::string no_room_;
   bool writing_ = false, room_warned_ = false, failure_warned_ = false;
 };
