@@ -72,6 +72,8 @@ void RunWriter::begin_writing(const Start& start) {
   for (const auto& line : pending_) append_metrics(line);
   pending_.clear();
   for (const TrainPoint& p : points_) point_events(p);  // taken before writing began (a time budget's first steps)
+  for (const auto& [step, planned] : plans_) event_scalar("budget/planned_steps", planned, step);
+  plans_.clear();
 }
 
 // --fresh: the old run's checkpoints carry higher step numbers and would rank newest, and its
@@ -142,6 +144,18 @@ void RunWriter::train_point(const TrainPoint& p) {
   if (!writes_) return;
   points_.push_back(p);
   point_events(p);
+}
+
+void RunWriter::plan_event(const nlohmann::json& record) {
+  const nlohmann::json& plan = record.value("time_budget", nlohmann::json::object());
+  if (!writes_ || !plan.contains("step") || !plan.contains("total_steps")) return;
+  const auto step = plan["step"].get<std::int64_t>();
+  const auto planned = plan["total_steps"].get<double>();
+  if (!writing_) {
+    plans_.emplace_back(step, planned);
+  } else if (events_ && may_write(32, "the TensorBoard events")) {
+    event_scalar("budget/planned_steps", planned, step);
+  }
 }
 
 void RunWriter::append_epoch(nlohmann::json record) {

@@ -307,8 +307,10 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
   }
   log_->step(at_.step, horizon_->total_steps(), epoch, r, at_.lr);
   const std::int64_t planned = c_.epochs_auto() && horizon_->planned() ? horizon_->total_steps() : -1;
+  // Before a time budget's plan its total is a placeholder: the points are spaced for one epoch.
+  const std::int64_t total = horizon_->planned() ? horizon_->total_steps() : steps_per_epoch_;
   auto scale = [this] { return m_.scaler->scale_value(); };
-  if (auto p = series_->step(at_.step, horizon_->total_steps(), r.loss, r.samples, at_.lr, scale, planned);
+  if (auto p = series_->step(at_.step, total, r.loss, r.samples, at_.lr, scale, planned);
       p && rank0())
     run_->train_point(*p);
 }
@@ -408,11 +410,10 @@ bool Session::validation_too_bad(std::int64_t epoch, std::int64_t position) {
 }
 
 bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
-  // An epoch shorter than the steps timed for the first plan is planned here, before writing.
-  if (!horizon_->planned()) {
-    horizon_->update(at_.step, true);
-    begin_writing();
-  }
+  // An epoch shorter than the steps timed for the first plan is planned here, before writing. A
+  // plan made at the loop's top (plan_ends_here) may end the epoch before a step began writing.
+  if (!horizon_->planned()) horizon_->update(at_.step, true);
+  begin_writing();
   const double step_comm = comm_->comm_seconds() - epoch_.comm_at_start;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
   double secs = 0;
@@ -467,7 +468,9 @@ void Session::start_horizon() {
   ho.images_per_step = global_batch();
   auto tell = [this](const std::string& line, const nlohmann::json& record) {
     if (!line.empty()) note(line);
-    if (!record.is_null()) run_->append_metrics_when_writing(record.dump() + "\n");
+    if (record.is_null()) return;
+    run_->append_metrics_when_writing(record.dump() + "\n");
+    if (rank0()) run_->plan_event(record);
   };
   horizon_.emplace(
       ho, from_.schedule, [this] { return session_seconds(); }, tell);

@@ -63,8 +63,8 @@ sys.exit(0 if set(p["train/loss_scale"]) == {1} and min(p["train/lr"]) > 0 and m
 PY'
 
 expect_exit "a time-budget run" 0 frugal train --data two.zip --model cnn --batch-size 8 --val-split 0.25 \
-  --workers 1 --time-budget 6s --run tb
-check "...gives budget/planned_steps at its points once planned" '"$py" - <<'"'"'PY'"'"'
+  --workers 1 --time-budget 12s --run tb
+check "...gives budget/planned_steps at its points once planned, and val/loss (a plan that ended the epoch)" '"$py" - <<'"'"'PY'"'"'
 import json, sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 acc = EventAccumulator("tb", size_guidance={"scalars": 0})
@@ -75,6 +75,8 @@ steps = max(e.step for e in loss)
 pts = [v for r in map(json.loads, open("tb/metrics.jsonl")) if "epoch" in r
        for v in r.get("train_points", {}).get("budget/planned_steps", [])]
 print(len(loss), "loss points of", steps, "steps; planned", planned[-3:], "metrics", [v for v in pts if v][-3:])
-sys.exit(0 if planned and all(v > 0 for v in planned) and any(pts) and len(loss) >= min(steps, 100) else 1)
+val = acc.Scalars("val/loss") if "val/loss" in acc.Tags()["scalars"] else []
+print(len(val), "val/loss points")
+sys.exit(0 if planned and all(v > 0 for v in planned) and any(pts) and len(loss) >= min(steps, 100) and val else 1)
 PY'
 finish

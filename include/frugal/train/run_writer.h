@@ -88,6 +88,10 @@ class RunWriter {
   // carrying the training curve's points held since the last record ("train_points").
   static constexpr int kMetricsVersion = 2;
   void append_epoch(nlohmann::json record);
+  // A time budget's plan or revision (its metrics.jsonl record): budget/planned_steps at the step it
+  // was made, in the events now (once writing began: those before, then). A plan made after the
+  // last training point still shows.
+  void plan_event(const nlohmann::json& record);
 
   // A save that found no room (the disk full, or nothing left within the budget): why, kept. The
   // session ends at the next step, resumable from the last checkpoint saved: training on would
@@ -118,6 +122,7 @@ class RunWriter {
   std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured
   std::vector<std::string> pending_;                  // records made before writing began
   std::vector<TrainPoint> points_;                    // the curve's points since the last epoch record
+  std::vector<std::pair<std::int64_t, double>> plans_;  // (step, planned steps) made before writing began
   std::string no_room_;
   bool writing_ = false, room_warned_ = false, failure_warned_ = false;
 };
