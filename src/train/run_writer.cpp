@@ -165,6 +165,21 @@ void RunWriter::append_epoch(nlohmann::json record) {
   append_metrics(record.dump() + "\n");
 }
 
+int RunWriter::session_end_code(const std::string& reason) {
+  if (reason == "done") return 0;
+  if (reason == "deadline") return 1;
+  if (reason.rfind("signal", 0) == 0) return 2;
+  if (reason == "disk full" || reason.rfind("no room", 0) == 0) return 3;
+  if (reason == "undecodable validation images") return 4;
+  return 5;
+}
+
+void RunWriter::end_session(std::int64_t step, const std::string& reason) {
+  if (!writing_) return;
+  event_scalar("session/end", session_end_code(reason), step);
+  flush_events();
+}
+
 void RunWriter::flush_events() {
   if (!events_) return;
   try {

@@ -80,6 +80,7 @@ Checkpoint Session::make_checkpoint(std::int64_t epochs_done, std::int64_t posit
 // saved, else from the last one saved; with none saved a rerun would start over, which is a
 // budget failure.
 SessionOutcome Session::stopped() {
+  if (rank0()) run_->end_session(at_.step, stop_reason_);  // the report marks the cut
   const std::optional<std::int64_t> mine = rank0() ? run_->manager().resumable_step() : std::nullopt;
   const std::int64_t saved = comm_->from_rank0(mine.value_or(-1));  // rank 0 saved: every rank reports that
   const std::string at = "stopped (" + stop_reason_ + ") at step " + std::to_string(at_.step);
@@ -363,7 +364,7 @@ EvalResult Session::evaluate_epoch(double& secs) {
 // per_class each class's figures as eval --json gives them (AP, precision, recall, F1, ...).
 void Session::add_multi_label_figures(const EvalResult& e) {
   const nlohmann::json j = e.to_json(data_.classes);
-  for (const char* key : {"mean_ap", "f1", "precision", "recall"}) at_.metrics[std::string("data_.val") + key] = j[key];
+  for (const char* key : {"mean_ap", "f1", "precision", "recall"}) at_.metrics[std::string("val_") + key] = j[key];
   at_.metrics["threshold"] = c_.threshold;
   if (!m_.info.thresholds.empty()) at_.metrics["thresholds"] = m_.info.thresholds;
 }
@@ -435,7 +436,8 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
                  {"lr", at_.lr},
                  {"micro_batch", step_->micro_batch()},
                  {"images_per_s", log_->images_per_second()},
-                 {"eval_seconds", secs}};
+                 {"eval_seconds", secs},
+                 {"train_skipped", data_.train ? data_.train->skipped().counts : data_.skipped}};
   if (validating && e.multi_label) add_multi_label_figures(e);
   if (!validating)
     for (const char* key : {"val_loss", "val_accuracy", "val_samples", "per_class"}) at_.metrics.erase(key);
@@ -593,6 +595,7 @@ SessionOutcome Session::finish() {
     return stopped();
   }
   log_->done();
+  if (rank0()) run_->end_session(at_.step, "done");
   return outcome(SessionOutcome::Status::done, at_.step);
 }
 

@@ -92,6 +92,14 @@ class RunWriter {
   // was made, in the events now (once writing began: those before, then). A plan made after the
   // last training point still shows.
   void plan_event(const nlohmann::json& record);
+  // How the session ended, once writing began: the TensorBoard scalar "session/end" at `step`, its
+  // value the reason's code (session_end_code()), flushed. A session killed writes none (the report
+  // calls it killed when a later session begins).
+  void end_session(std::int64_t step, const std::string& reason);
+  // "session/end"'s value (docs/formats.md; src/report/curves.cpp reads it): 0 done, 1 deadline,
+  // 2 a signal ("signal ..."), 3 no room (a full disk, the disk budget), 4 undecodable validation
+  // images, 5 any other reason.
+  static int session_end_code(const std::string& reason);
 
   // A save that found no room (the disk full, or nothing left within the budget): why, kept. The
   // session ends at the next step, resumable from the last checkpoint saved: training on would
