@@ -100,11 +100,15 @@ std::string line_chart(const Chart& chart) {
                     escape_html(chart.title) + "</figcaption><svg viewBox=\"0 0 " + number(kWidth) + " " +
                     number(kHeight) + "\" width=\"" + number(kWidth) + "\" height=\"" + number(kHeight) +
                     "\" role=\"img\">" + axes(f, chart.x_label);
+  bool cuts = false;
   for (const auto& [x, label] : chart.marks) {
     if (x < f.x.lo || x > f.x.hi) continue;
-    svg += "<line class=\"mark\" x1=\"" + number(f.px(x), 6) + "\" x2=\"" + number(f.px(x), 6) + "\" y1=\"" +
-           number(kTop) + "\" y2=\"" + number(kHeight - kBottom) +
-           "\" stroke=\"#c60\" stroke-dasharray=\"2 2\"><title>" + escape_html(label) + "</title></line>";
+    // A session's start, or where it was cut ("session N cut at step S: deadline", "... killed ...").
+    const bool start = label.size() >= 6 && label.compare(label.size() - 6, 6, "starts") == 0;
+    cuts = cuts || !start;
+    svg += std::string("<line class=\"mark") + (start ? "" : " cut") + "\" x1=\"" + number(f.px(x), 6) + "\" x2=\"" +
+           number(f.px(x), 6) + "\" y1=\"" + number(kTop) + "\" y2=\"" + number(kHeight - kBottom) + "\" stroke=\"" +
+           (start ? "#c60" : "#c00") + "\" stroke-dasharray=\"2 2\"><title>" + escape_html(label) + "</title></line>";
   }
   for (const Series& s : chart.series) svg += series_svg(f, s);
   svg += "</svg><div class=\"legend\">";
@@ -112,6 +116,7 @@ std::string line_chart(const Chart& chart) {
     if (!s.points.empty())
       svg += "<span><i style=\"background:" + s.color + "\"></i>" + escape_html(s.name) + "</span>";
   if (!chart.marks.empty()) svg += "<span><i style=\"background:#c60\"></i>session start</span>";
+  if (cuts) svg += "<span><i style=\"background:#c00\"></i>session cut (deadline, signal) or killed</span>";
   return svg + "</div></figure>";
 }
 

@@ -1,5 +1,6 @@
 // The evaluation's sections: the confusion matrix (normalised and raw, classes clustered), the
-// classes' precision, recall and F1 with their most confused pairs, the worst predictions.
+// classes' precision, recall and F1 with their most confused pairs, the worst predictions; for a
+// multi-label run, each tag's AP, precision, recall, F1 and threshold.
 #include <algorithm>
 #include <cmath>
 
@@ -105,6 +106,35 @@ std::string per_class_section(const nlohmann::json& eval, const Matrix& m, const
   return out + "</table></section>";
 }
 
+// A multi-label run's tags (eval --json's multi-label "per_class": {tag: {ap, precision, recall,
+// f1, positives, best_threshold}}), with the threshold each was counted at ("thresholds": one
+// for all, or one per tag in the classes' order).
+std::string per_tag_section(const nlohmann::json& eval) {
+  const nlohmann::json& rows = at(eval, "per_class");
+  if (!rows.is_object()) return "";
+  const nlohmann::json& thresholds = at(eval, "thresholds");
+  const std::vector<std::string> classes = classes_of(eval);
+  std::string out =
+      "<section id=\"per-tag\"><h2>Per tag</h2><p>Mean AP " + percent(number_of(at(eval, "mean_ap"))) + ", F1 " +
+      percent(number_of(at(eval, "f1"))) + " (precision " + percent(number_of(at(eval, "precision"))) + ", recall " +
+      percent(number_of(at(eval, "recall"))) + "), all tags right on " + percent(number_of(at(eval, "exact_match"))) +
+      " of the images.</p><table id=\"per-tag-table\"><tr><th>tag</th><th>AP</th><th>precision</th><th>recall</th>"
+      "<th>F1</th><th>images with it</th><th>threshold</th><th>best threshold (F1)</th></tr>";
+  for (const auto& [tag, r] : rows.items()) {
+    const auto pos = std::find(classes.begin(), classes.end(), tag);
+    const std::size_t i = static_cast<std::size_t>(pos - classes.begin());
+    const nlohmann::json& t = !thresholds.is_array()   ? kNone
+                              : thresholds.size() == 1 ? thresholds[0]
+                              : i < thresholds.size()  ? thresholds[i]
+                                                       : kNone;
+    out += "<tr><td>" + escape_html(tag) + "</td><td>" + percent(number_of(at(r, "ap"))) + "</td><td>" +
+           percent(number_of(at(r, "precision"))) + "</td><td>" + percent(number_of(at(r, "recall"))) + "</td><td>" +
+           percent(number_of(at(r, "f1"))) + "</td><td>" + json_cell(at(r, "positives")) + "</td><td>" +
+           number(number_of(t), 3) + "</td><td>" + number(number_of(at(r, "best_threshold")), 3) + "</td></tr>";
+  }
+  return out + "</table></section>";
+}
+
 // Only an image data: URI of base64 text is put in src.
 bool safe_image_uri(const std::string& s) {
   std::size_t start = 0;
@@ -140,6 +170,7 @@ std::string worst_section(const nlohmann::json& eval) {
 
 std::string evaluation_sections(const nlohmann::json& eval) {
   if (!eval.is_object()) return "";
+  if (at(eval, "multi_label") == true) return per_tag_section(eval);
   const std::vector<std::string> classes = classes_of(eval);
   const Matrix m = matrix_of(eval, classes.size());
   std::string out;

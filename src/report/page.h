@@ -30,7 +30,7 @@ struct Series {
 struct Chart {
   std::string id, title, x_label;
   std::vector<Series> series;
-  std::vector<std::pair<double, std::string>> marks;  // vertical lines at x (session starts)
+  std::vector<std::pair<double, std::string>> marks;  // vertical lines at x: "... starts", else a cut
 };
 
 // An inline SVG line chart (<figure id=...> with a legend); "" when no series has a point.

@@ -50,7 +50,11 @@ std::string summary(const nlohmann::json& doc) {
   const nlohmann::json& eval = at(doc, "eval");
   const nlohmann::json& cfg = at(doc, "config");
   std::string out = "<h1>frugal report: " + json_cell(at(doc, "run")) + "</h1><p id=\"summary\">";
-  if (eval.is_object())
+  if (eval.is_object() && at(eval, "multi_label") == true)
+    out += "Best checkpoint: mean AP <b>" + percent(number_of(at(eval, "mean_ap"))) + "</b>, F1 " +
+           percent(number_of(at(eval, "f1"))) + ", loss " + number(number_of(at(eval, "loss"))) + " on " +
+           json_cell(at(eval, "samples")) + " images of " + json_cell(at(eval, "data")) + ". ";
+  else if (eval.is_object())
     out += "Best checkpoint: accuracy <b>" + percent(number_of(at(eval, "accuracy"))) + "</b>, loss " +
            number(number_of(at(eval, "loss"))) + " on " + json_cell(at(eval, "samples")) + " images of " +
            json_cell(at(eval, "data")) + ". ";
@@ -59,11 +63,31 @@ std::string summary(const nlohmann::json& doc) {
   out += "Written " + json_cell(at(doc, "generated")) + ".</p><nav>";
   for (const auto& [id, name] : {std::pair{"curves", "Curves"},
                                  {"confusion", "Confusion matrix"},
-                                 {"per-class", "Per class"},
+                                 {at(eval, "multi_label") == true ? "per-tag" : "per-class", "Per class"},
                                  {"worst", "Worst predictions"},
                                  {"facts", "Facts"}})
     out += "<a href=\"#" + std::string(id) + "\">" + name + "</a> ";
   return out + "</nav>";
+}
+
+// {reason: count} as "reason: n, ...", "none" when empty.
+std::string skip_counts(const nlohmann::json& skipped) {
+  std::string out;
+  if (skipped.is_object())
+    for (const auto& [reason, n] : skipped.items())
+      out += (out.empty() ? "" : ", ") + escape_html(reason) + ": " + json_cell(n);
+  return out.empty() ? "none" : out;
+}
+
+// The training data's skips: the last epoch record's "train_skipped" (found opening the data, and
+// undecodable since), or config.json's "data" "skipped".
+std::string train_skipped(const nlohmann::json& doc) {
+  const nlohmann::json* found = nullptr;
+  for (const auto& line : at(doc, "metrics"))
+    if (at(line, "train_skipped").is_object()) found = &at(line, "train_skipped");
+  if (!found && at(at(doc, "config"), "data").is_object() && at(at(at(doc, "config"), "data"), "skipped").is_object())
+    found = &at(at(at(doc, "config"), "data"), "skipped");
+  return found ? skip_counts(*found) : "not recorded by this run";
 }
 
 std::string data_facts(const nlohmann::json& doc) {
@@ -75,11 +99,8 @@ std::string data_facts(const nlohmann::json& doc) {
   t += row("training images", json_cell(at(cfg, "train_images")));
   t += row("classes", json_cell(static_cast<std::uint64_t>(at(cfg, "classes").size())));
   t += row("evaluated on", json_cell(at(eval, "data")) + " (" + json_cell(at(eval, "samples")) + " images)");
-  std::string skipped;
-  if (at(eval, "skipped").is_object())
-    for (const auto& [reason, n] : at(eval, "skipped").items())
-      skipped += (skipped.empty() ? "" : ", ") + escape_html(reason) + ": " + json_cell(n);
-  t += row("files left out of the evaluation", skipped.empty() ? "none" : skipped);
+  t += row("training files left out", train_skipped(doc));
+  t += row("files left out of the evaluation", skip_counts(at(eval, "skipped")));
   return t + "</table>";
 }
 

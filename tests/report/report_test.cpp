@@ -160,5 +160,108 @@ TEST(Report, PageOfAnOddDocumentLeavesPartsOff) {
   }
 }
 
+// The text between `open` (e.g. `id="chart-lr"`) and the next "</figure>".
+std::string figure(const std::string& page, const std::string& open) {
+  const auto a = page.find(open);
+  if (a == std::string::npos) return "";
+  return page.substr(a, page.find("</figure>", a) - a);
+}
+
+// The points of the first polyline in `svg`.
+int polyline_points(const std::string& svg) {
+  const auto a = svg.find("<polyline class=\"series\"");
+  if (a == std::string::npos) return 0;
+  const auto p = svg.find("points=\"", a) + 8;
+  const std::string pts = svg.substr(p, svg.find('"', p) - p);
+  int n = 0;
+  for (char c : pts) n += c == ',';
+  return n;
+}
+
+TEST(Report, LearningRateAndSpeedUseTheFinePointsOverTheEpochs) {
+  nlohmann::json doc = sample_doc();  // "lr" on 2 epochs
+  nlohmann::json lr = nlohmann::json::array(), speed = nlohmann::json::array(), steps = nlohmann::json::array(),
+                 time = nlohmann::json::array();
+  for (int s = 1; s <= 8; ++s) {
+    steps.push_back(s);
+    time.push_back(1000.0 + s);
+    lr.push_back(0.001 * s);
+    speed.push_back(100.0 + s);
+  }
+  doc["metrics"][0]["version"] = 2;
+  doc["metrics"][0]["train_points"] = {
+      {"step", steps}, {"time", time}, {"train/lr", lr}, {"train/images_per_s", speed}};
+  // Steps 9 and 10 after the last record: in the events only.
+  doc["sessions"][0]["scalars"]["train/lr"] = {{9, 1109.0, 0.009}, {10, 1110.0, 0.01}};
+  doc["sessions"][0]["scalars"]["train/images_per_s"] = {{9, 1109.0, 109.0}, {10, 1110.0, 110.0}};
+  const std::string page = render_report(doc);
+  EXPECT_EQ(polyline_points(figure(page, "id=\"chart-lr\"")), 10);
+  EXPECT_EQ(polyline_points(figure(page, "id=\"chart-speed\"")), 10);
+  // Without fine points, the epochs' "lr".
+  EXPECT_EQ(polyline_points(figure(render_report(sample_doc()), "id=\"chart-lr\"")), 2);
+}
+
+TEST(Report, SessionsCutOrKilledAreMarked) {
+  nlohmann::json doc = sample_doc();
+  auto session = [](double start, double end, int first, int last, int end_code) {
+    nlohmann::json s = {{"file", "events.out.tfevents." + std::to_string(static_cast<int>(start)) + ".h.frugal"},
+                        {"start", start},
+                        {"end", end},
+                        {"first_step", first},
+                        {"last_step", last},
+                        {"scalars", {{"val/loss", {{first, start + 1, 1.0}, {last, end, 0.9}}}}}};
+    if (end_code >= 0) s["scalars"]["session/end"] = {{last, end, end_code}};
+    return s;
+  };
+  // Session 1 cut by its deadline (1) at step 12; session 2 killed (no session/end); session 3 done (0).
+  doc["sessions"] = {session(1000, 1100, 1, 12, 1), session(2000, 2100, 9, 14, -1), session(3000, 3100, 13, 16, 0)};
+  const std::string page = render_report(doc);
+  const std::string loss = figure(page, "id=\"chart-loss\"");
+  EXPECT_NE(loss.find("<title>session 1 cut at step 12: deadline</title>"), std::string::npos) << loss;
+  EXPECT_NE(loss.find("<line class=\"mark cut\""), std::string::npos);
+  EXPECT_NE(loss.find("<title>session 2 killed (no end recorded) after step 14</title>"), std::string::npos);
+  EXPECT_NE(loss.find("<title>session 3 starts</title>"), std::string::npos);
+  EXPECT_EQ(loss.find("session 3 cut"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"ended\">cut at step 12: deadline</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td class=\"ended\">done at step 16</td>"), std::string::npos);
+  // A run of an earlier frugal records no ends: no session is called killed.
+  doc["sessions"] = {session(1000, 1100, 1, 12, -1), session(2000, 2100, 9, 14, -1)};
+  EXPECT_EQ(render_report(doc).find("killed (no end"), std::string::npos);
+}
+
+TEST(Report, MultiLabelRunShowsEachTagsApAndThreshold) {
+  nlohmann::json doc = sample_doc();
+  const std::string crafted = "<script>alert(1)</script>";
+  doc["eval"] = {
+      {"multi_label", true},     {"mean_ap", 0.8}, {"f1", 0.7},     {"precision", 0.75},  {"recall", 0.65},
+      {"exact_match", 0.5},      {"loss", 0.3},    {"samples", 20}, {"data", "tags.zip"}, {"classes", {"sky", crafted}},
+      {"thresholds", {0.4, 0.6}}};
+  doc["eval"]["per_class"] = {
+      {"sky",
+       {{"ap", 0.9}, {"precision", 0.8}, {"recall", 0.7}, {"f1", 0.75}, {"positives", 9}, {"best_threshold", 0.35}}},
+      {crafted,
+       {{"ap", 0.7}, {"precision", nullptr}, {"recall", 0.0}, {"f1", 0.0}, {"positives", 3}, {"best_threshold", 0.5}}}};
+  const std::string page = render_report(doc);
+  EXPECT_NE(page.find("id=\"per-tag-table\""), std::string::npos);
+  EXPECT_NE(page.find("<tr><td>sky</td><td>90.00%</td><td>80.00%</td><td>70.00%</td><td>75.00%</td><td>9</td>"
+                      "<td>0.4</td><td>0.35</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(page.find("<td>&lt;script&gt;alert(1)&lt;/script&gt;</td><td>70.00%</td><td>-</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>0.6</td><td>0.5</td>"), std::string::npos);
+  EXPECT_NE(page.find("mean AP <b>80.00%</b>"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("confusion-raw"), std::string::npos);
+}
+
+TEST(Report, FactsNameTheTrainingSkipsAndSayTrainingAccuracyIsNotRecorded) {
+  nlohmann::json doc = sample_doc();
+  doc["metrics"][1]["train_skipped"] = {{"undecodable", 2}, {"empty file", 1}};
+  const std::string page = render_report(doc);
+  EXPECT_NE(page.find("<th>training files left out</th><td>empty file: 1, undecodable: 2</td>"), std::string::npos);
+  EXPECT_NE(page.find("Training accuracy is not recorded"), std::string::npos);
+  EXPECT_NE(render_report(sample_doc()).find("<th>training files left out</th><td>not recorded by this run</td>"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace frugal::report

@@ -5,9 +5,11 @@
 // The document (every key optional unless said; absent parts are left off the page):
 //   "run": the run folder's path, "generated": the time of writing (text)
 //   "config": config.json as it is
-//   "metrics": metrics.jsonl's lines (objects), in file order
+//   "metrics": metrics.jsonl's lines (objects), in file order (epoch records' "train_points": the
+//              fine curves)
 //   "sessions": [{"file", "start", "end" (Unix seconds), "first_step", "last_step",
-//                 "scalars": {tag: [[step, wall seconds, value], ...]}}]  (read_run_history)
+//                 "scalars": {tag: [[step, wall seconds, value], ...]}}]  (read_run_history; the
+//                 "session/end" scalar says how a session ended, docs/formats.md)
 //   "checkpoints": [{"name", "bytes", "epoch", "step", "valid", "metric"}], "disk": {"used", "budget"}
 //   "environment": doctor --json's document
 //   "eval": {"data", "samples", "accuracy", "loss", "classes": [names], "confusion": [[int]],
@@ -15,6 +17,9 @@
 //            "macro", "weighted" (eval --json's keys),
 //            "worst": [{"name", "true", "predicted", "probability", "loss", "thumbnail" (data: URI)}],
 //            "skipped": {reason: count}}
+//           a multi-label run's: {"multi_label": true, "mean_ap", "f1", "precision", "recall",
+//            "exact_match", "loss", "samples", "data", "classes", "thresholds" (one, or one per class),
+//            "per_class": {tag: {"ap", "precision", "recall", "f1", "positives", "best_threshold"}}}
 #pragma once
 
 #include <cstdint>
@@ -54,7 +59,7 @@ nlohmann::json read_run_history(const std::filesystem::path& run);
 // the file's first and last wall time and step ("start", "end", "first_step", "last_step").
 nlohmann::json read_events(std::string_view bytes);
 
-// A thumbnail of an encoded image (any format image.h decodes) as a data: URI of a PNG whose longer
+// A thumbnail of an encoded image (any format image.h decodes) as a data: URI of a JPEG whose longer
 // side is at most `max_side` pixels. Error(invalid) for an image that does not decode.
 std::string thumbnail_data_uri(std::span<const std::uint8_t> bytes, int max_side, const std::string& where);
 
