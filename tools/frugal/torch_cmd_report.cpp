@@ -1,8 +1,8 @@
 // frugal report RUN [-o FILE] [--data DATA] [--worst N]: one self-contained HTML page of a run.
 // Gathers the run folder's record (report.h's read_run_history), evaluates best.safetensors on the
 // run's validation data (or --data) with the confusion matrix and the worst images, whose
-// thumbnails it reads from the data, adds doctor's facts, and writes render_report()'s page
-// atomically.
+// thumbnails it reads from the data (a multi-label model: each tag's AP, precision, recall, F1 and
+// threshold), adds doctor's facts, and writes render_report()'s page atomically.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/checkpoint_files.h"
 #include "frugal/checkpoint_files/run_folder.h"
 #include "frugal/data/loader.h"
@@ -110,12 +111,32 @@ void add_thumbnails(nlohmann::json& worst, const std::vector<Prediction>& preds,
   }
 }
 
+// The thresholds a multi-label model's tags are counted at: its per-class ones, else the one it
+// was trained with (eval's default).
+std::vector<float> model_thresholds(const ModelInfo& info) {
+  return info.thresholds.empty() ? std::vector<float>{info.threshold} : info.thresholds;
+}
+
+// The evaluation's document (eval --json's, with the confusion matrix, per-class report and the
+// worst images; a multi-label model's tags with their AP and the thresholds used).
+nlohmann::json eval_json(EvalResult& r, const LoadedModel& loaded, const Dataset& data, const EvalOptions& eo) {
+  if (r.multi_label) {
+    nlohmann::json doc = r.to_json(data.classes());
+    doc["classes"] = loaded.info.classes;
+    doc["thresholds"] = eo.thresholds;
+    return doc;
+  }
+  for (Prediction& p : r.worst)
+    if (p.sample >= 0) p.name = data.name(static_cast<std::size_t>(p.sample));
+  nlohmann::json doc = r.to_json(data.classes());
+  doc.update(classification_json(r.confusion, classification_report(r.confusion), loaded.info.classes));
+  doc["worst"] = worst_json(r.worst, loaded.info.classes);
+  add_thumbnails(doc["worst"], r.worst, data, loaded.info.image_size);
+  return doc;
+}
+
 nlohmann::json evaluate_for_report(const ReportArgs& a, const nlohmann::json& run_config) {
   auto loaded = load_model_any(a.run);
-  if (loaded.info.multi_label) {
-    note("note: " + a.run + ": a multi-label model: the page shows its curves and facts, no confusion matrix");
-    return nullptr;
-  }
   std::string name;
   std::shared_ptr<Dataset> data;
   try {
@@ -131,7 +152,7 @@ nlohmann::json evaluate_for_report(const ReportArgs& a, const nlohmann::json& ru
     note("note: " + a.run + ": the run validated on nothing: give --data DATA for a confusion matrix");
     return nullptr;
   }
-  check_label_kind(false, data->multi_label(), name);
+  check_label_kind(loaded.info.multi_label, data->multi_label(), name);
   const ClassMatch match = match_classes(loaded.info.classes, data->classes(), name);
   LoaderOptions lo;
   lo.image_size = loaded.info.image_size;
@@ -144,15 +165,12 @@ nlohmann::json evaluate_for_report(const ReportArgs& a, const nlohmann::json& ru
   so.mean = loaded.info.mean;
   so.std = loaded.info.std;
   EvalOptions eo;
-  eo.confusion = true;
-  eo.worst = static_cast<std::size_t>(a.worst);
+  eo.multi_label = loaded.info.multi_label;  // as eval does: each tag's AP at the model's thresholds
+  eo.thresholds = model_thresholds(loaded.info);
+  eo.confusion = !eo.multi_label;
+  eo.worst = eo.multi_label ? 0 : static_cast<std::size_t>(a.worst);
   EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
-  for (Prediction& p : r.worst)
-    if (p.sample >= 0) p.name = data->name(static_cast<std::size_t>(p.sample));
-  nlohmann::json doc = r.to_json(data->classes());
-  doc.update(classification_json(r.confusion, classification_report(r.confusion), loaded.info.classes));
-  doc["worst"] = worst_json(r.worst, loaded.info.classes);
-  add_thumbnails(doc["worst"], r.worst, *data, loaded.info.image_size);
+  nlohmann::json doc = eval_json(r, loaded, *data, eo);
   doc["data"] = name;
   doc["samples"] = r.samples;
   doc["skipped"] = data->skipped().counts;
@@ -185,7 +203,8 @@ int cmd_report(int argc, char** argv) {
       "One self-contained HTML page of a run (no script, no request; docs/cli.md): loss, accuracy, learning\n"
       "rate, images/s and loss scale against steps and wall time with the sessions marked, the time budget's\n"
       "plan, the confusion matrix of best.safetensors on the run's validation data (or --data), normalised\n"
-      "and raw, per-class precision/recall/F1, the worst images as thumbnails, and the run's facts.",
+      "and raw, per-class precision/recall/F1, the worst images as thumbnails (a multi-label run: each tag's\n"
+      "AP, precision, recall, F1 and threshold), and the run's facts.",
       "report");
   ReportArgs a;
   app.add_option("RUN", a.run, "the run folder frugal train wrote")->required();
