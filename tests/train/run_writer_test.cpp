@@ -112,5 +112,33 @@ TEST(RunWriter, ABudgetWithoutRoomDropsLogRecordsNotTheRun) {
   EXPECT_EQ(w.no_room(), "no room within {disk_budget}");
 }
 
+TEST(RunWriter, EndSessionWritesItsReasonToTheSessionsEvents) {
+  EXPECT_EQ(RunWriter::session_end_code("done"), 0);
+  EXPECT_EQ(RunWriter::session_end_code("deadline"), 1);
+  EXPECT_EQ(RunWriter::session_end_code("signal SIGTERM"), 2);
+  EXPECT_EQ(RunWriter::session_end_code("signal on another rank"), 2);
+  EXPECT_EQ(RunWriter::session_end_code("disk full"), 3);
+  EXPECT_EQ(RunWriter::session_end_code("no room within {disk_budget}"), 3);
+  EXPECT_EQ(RunWriter::session_end_code("undecodable validation images"), 4);
+  EXPECT_EQ(RunWriter::session_end_code("something new"), 5);
+  TempDir dir;
+  const fs::path run = dir / "run";
+  RunWriter w(run, true);
+  w.open(CheckpointOptions{}, std::nullopt, "");
+  w.end_session(3, "deadline");  // before writing: nothing
+  EXPECT_FALSE(fs::exists(run / kMetricsFile));
+  RunWriter::Start start;
+  start.config = run_config({});
+  start.events = true;
+  w.begin_writing(start);
+  w.end_session(7, "deadline");
+  std::string events;
+  for (const auto& e : fs::directory_iterator(run))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) events += read_text(e.path());
+  EXPECT_NE(events.find("session/end"), std::string::npos);  // flushed at once
+  EXPECT_FALSE(fs::exists(run / kMetricsFile));              // metrics.jsonl's lines stay epochs and plans
+  w.close();
+}
+
 }  // namespace
 }  // namespace frugal
