@@ -56,6 +56,10 @@ cp "$t/out" eval.json
 check "eval: mean AP >= 0.9" \
   '"$py" -c "import json,sys; d=json.load(open(\"eval.json\")); sys.exit(0 if d[\"multi_label\"] and d[\"mean_ap\"] >= 0.9 else 1)"'
 
+expect_exit "report of the multi-label run (its own validation data)" 0 frugal report run -o report.html
+check "...has each tag's AP and threshold, no confusion matrix" \
+  'grep -q "id=\"per-tag-table\"" report.html && grep -q "<tr><td>bar</td>" report.html && ! grep -q "confusion-raw" report.html'
+
 expect_exit "predict --json gives every probability" 0 frugal predict run test/images --top 2 --json
 cp "$t/out" predict.json
 # scikit-learn's average precision on predict's probabilities (frugal's AP counts scores within
