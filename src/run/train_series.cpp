@@ -14,21 +14,22 @@ std::vector<std::pair<std::string, double>> TrainPoint::tags() const {
   return out;
 }
 
-TrainSeries::TrainSeries(Env& env) : env_(env), since_(env.steady_now()) {}
+TrainSeries::TrainSeries(Env& env) : env_(env) {}
 
 std::int64_t TrainSeries::every(std::int64_t total_steps) { return std::max<std::int64_t>(1, total_steps / 100); }
 
 std::optional<TrainPoint> TrainSeries::step(std::int64_t step, std::int64_t total_steps, double loss,
                                             std::int64_t images, double lr, const std::function<double()>& loss_scale,
-                                            std::int64_t planned_steps) {
+                                            std::int64_t planned_steps, Env::SteadyTime started,
+                                            Env::SteadyTime ended) {
+  if (!since_) since_ = started;
   if (std::isfinite(loss)) {
     loss_sum_ += loss;
     ++losses_;
   }
   images_ += images;
   if (step % every(total_steps) != 0) return std::nullopt;
-  const auto now = env_.steady_now();
-  const double seconds = std::chrono::duration<double>(now - since_).count();
+  const double seconds = std::chrono::duration<double>(ended - *since_).count();
   TrainPoint p;
   p.step = step;
   p.time = std::chrono::duration<double>(env_.wall_now().time_since_epoch()).count();
@@ -37,7 +38,7 @@ std::optional<TrainPoint> TrainSeries::step(std::int64_t step, std::int64_t tota
   p.images_per_s = seconds > 0 ? static_cast<double>(images_) / seconds : 0.0;
   p.loss_scale = loss_scale ? loss_scale() : 1.0;
   p.planned_steps = planned_steps;
-  since_ = now;
+  since_ = ended;
   loss_sum_ = 0;
   losses_ = images_ = 0;
   return p;

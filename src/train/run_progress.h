@@ -37,6 +37,7 @@ struct EpochTally {
   double step_seconds = 0;                          // this epoch's steps, with their agreement
   double comm_at_start = 0, gradient_at_start = 0;  // the collectives' and gradients' seconds before it
   Env::SteadyTime agreed_from{};                    // the current step's agreement began (step_seconds counts from it)
+  Env::SteadyTime step_ended{};                     // the last step ended (the training curve's clock)
 };
 
 // What the run reached, for train --json: `at`, the data's figures (TrainingData::describe) and,

@@ -17,14 +17,6 @@
 namespace frugal {
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string count(std::int64_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-}  // namespace
-
 // The model (ModelChoice), placed on its device and ready to train. A pipeline's stage (which
 // pieces go to this rank's device) is decided with the other ranks first.
 void Session::build_model() {
@@ -178,7 +170,7 @@ void Session::join_group() {
       g->sum(one);
     });
   if (!g->grouped()) return;
-  note(parallel_->describe() + ", a global batch of " + count(global_batch(), "image", "images") +
+  note(parallel_->describe() + ", a global batch of " + count_of(static_cast<std::uint64_t>(global_batch()), "image") +
        (c_.pipeline > 1 ? ", batch norm per micro-batch"
         : c_.sync_bn    ? ", batch norm over all ranks"
                         : ", batch norm per rank (averaged before evaluating and saving)"));
@@ -288,6 +280,7 @@ StepResult Session::run_step(const NextStep& next, const Comm::StepPlan& plan) {
   const auto t1 = env_.steady_now();
   stop_->step_ended(t1);  // from the last step's end: the wait for its batches included
   epoch_.step_seconds += seconds_since(epoch_.agreed_from, t1);
+  epoch_.step_ended = t1;
   // The first step of each session measures what one costs: a deadline that cannot hold it and
   // a save is refused now, before the run folder changes (exit 4, nothing was changed).
   if (session_steps_ == 0) fits_one_step_together();
@@ -311,7 +304,8 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
   // Before a time budget's plan its total is a placeholder: the points are spaced for one epoch.
   const std::int64_t total = horizon_->planned() ? horizon_->total_steps() : steps_per_epoch_;
   auto scale = [this] { return m_.scaler->scale_value(); };
-  if (auto p = series_->step(at_.step, total, r.loss, r.samples, at_.lr, scale, planned);
+  if (auto p = series_->step(at_.step, total, r.loss, r.samples, at_.lr, scale, planned, epoch_.agreed_from,
+                             epoch_.step_ended);
       p && rank0())
     run_->train_point(*p);
 }
@@ -526,7 +520,7 @@ SessionOutcome Session::train() {
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   say_plan();
   check_validation_up_front();
-  series_.emplace(env_);  // the first point's images/s counts from here
+  series_.emplace(env_);  // the first point's images/s counts from the first step's start
 
   for (std::int64_t epoch = from_.epoch; horizon_->more(at_.step, epoch); ++epoch) {
     std::int64_t position = epoch == from_.epoch ? from_.position : 0;
@@ -569,9 +563,9 @@ void Session::make_loaders() {
 }
 
 void Session::say_plan() const {
-  note("training " + c_.model + " on " + count(data_.train->size(), "image", "images") + " (" +
-       count(data_.classes.size(), "class", "classes") + "), validating on " + std::to_string(data_.val->size()) +
-       "; " + horizon_->steps_said() + " of " + count(global_batch(), "image", "images") +
+  note("training " + c_.model + " on " + count_of(data_.train->size(), "image") + " (" +
+       count_of(data_.classes.size(), "class") + "), validating on " + std::to_string(data_.val->size()) + "; " +
+       horizon_->steps_said() + " of " + count_of(static_cast<std::uint64_t>(global_batch()), "image") +
        (replicas() > 1
             ? " (" + std::to_string(replicas()) + " ranks x " + std::to_string(c_.batch_size * c_.accum) + ")"
             : ""));

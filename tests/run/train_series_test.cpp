@@ -22,7 +22,7 @@ TEST(TrainSeries, EveryStepBelow200StepsAndAtLeast100PointsAbove) {
     TrainSeries s(env);
     std::int64_t points = 0;
     for (std::int64_t step = 1; step <= total; ++step)
-      if (s.step(step, total, 1.0, 8, 0.1, nullptr, -1)) ++points;
+      if (s.step(step, total, 1.0, 8, 0.1, nullptr, -1, env.now, env.now)) ++points;
     EXPECT_GE(points, std::min<std::int64_t>(total, 100)) << total;
     EXPECT_LE(points, 200) << total;
   }
@@ -39,8 +39,9 @@ TEST(TrainSeries, APointHoldsTheMeanLossImagesPerSecondLrScaleAndPlan) {
   };
   std::optional<TrainPoint> p;
   for (std::int64_t step = 1; step <= 4; ++step) {
+    const auto started = env.now;
     env.advance(0.5);
-    p = s.step(step, 400, step == 3 ? NAN : static_cast<double>(step), 32, 0.01 * step, scale, 400);
+    p = s.step(step, 400, step == 3 ? NAN : static_cast<double>(step), 32, 0.01 * step, scale, 400, started, env.now);
     if (step < 4) EXPECT_FALSE(p) << step;
   }
   ASSERT_TRUE(p);

@@ -34,15 +34,19 @@ class TrainSeries {
   explicit TrainSeries(Env& env = Env::real());
   // K for a run of `total_steps`.
   static std::int64_t every(std::int64_t total_steps);
-  // One step done (`images` in it, all ranks'): the point when `step` is a multiple of K, else
-  // nothing. A non-finite loss (a skipped fp16 step) is left out of the mean; all of them: NaN.
-  // `loss_scale` is read only for a point (it may wait for the GPU).
+  // One step done (`images` in it, all ranks'), from `started` to `ended`: the point when `step` is a
+  // multiple of K, else nothing. A non-finite loss (a skipped fp16 step) is left out of the mean;
+  // all of them: NaN. `loss_scale` is read only for a point (it may wait for the GPU). The steady
+  // clock is never read here: the times are the caller's (a fake clock that ticks at each read
+  // times the same run with or without the curve). The first point's images/s counts from the
+  // first step's start.
   std::optional<TrainPoint> step(std::int64_t step, std::int64_t total_steps, double loss, std::int64_t images,
-                                 double lr, const std::function<double()>& loss_scale, std::int64_t planned_steps);
+                                 double lr, const std::function<double()>& loss_scale, std::int64_t planned_steps,
+                                 Env::SteadyTime started, Env::SteadyTime ended);
 
  private:
   Env& env_;
-  Env::SteadyTime since_;
+  std::optional<Env::SteadyTime> since_;
   double loss_sum_ = 0;
   std::int64_t losses_ = 0, images_ = 0;
 };

@@ -127,9 +127,9 @@ class RunWriter {
   std::unique_ptr<DiskBudget> budget_;
   std::unique_ptr<CheckpointWriter> writer_;  // after budget_ and manager_: stops before them
   std::unique_ptr<EventWriter> events_;
-  std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;  // what a checkpoint holds, as measured
-  std::vector<std::string> pending_;                  // records made before writing began
-  std::vector<TrainPoint> points_;                    // the curve's points since the last epoch record
+  std::uint64_t weight_bytes_ = 0, state_bytes_ = 0;    // what a checkpoint holds, as measured
+  std::vector<std::string> pending_;                    // records made before writing began
+  std::vector<TrainPoint> points_;                      // the curve's points since the last epoch record
   std::vector<std::pair<std::int64_t, double>> plans_;  // (step, planned steps) made before writing began
   std::string no_room_;
   bool writing_ = false, room_warned_ = false, failure_warned_ = false;
