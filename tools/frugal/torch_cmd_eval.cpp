@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "torch_eval.h"
 #include "frugal/compress/compress.h"
 #include "frugal/data/loader.h"
 #include "frugal/run/classification_report.h"
@@ -172,22 +173,12 @@ int cmd_eval(int argc, char** argv) {
   check_single_label_options(a, loaded.info.multi_label);
   const ClassMatch match = match_classes(loaded.info.classes, dataset->classes(), a.data);
   if (!match.absent.empty()) note("note: " + match.note(a.data));
-  LoaderOptions lo;
-  lo.image_size = loaded.info.image_size;
-  lo.train = false;
-  lo.shuffle = false;
-  lo.batch_size = a.batch_size;
-  lo.workers = a.workers;
-  Loader loader(dataset, lo);
-  StepOptions so;
-  so.mean = loaded.info.mean;
-  so.std = loaded.info.std;
   EvalOptions eo;
   eo.multi_label = loaded.info.multi_label;
   eo.thresholds = thresholds_of(loaded.info, a.threshold);
   eo.confusion = !eo.multi_label;  // --json always carries it
   eo.worst = a.worst;
-  EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
+  EvalResult r = evaluate_loaded(loaded, dataset, match, a.batch_size, a.workers, eo);
   name_worst(r, *dataset);
   // per_class follows the data's classes; the confusion matrix and the worst images the model's
   print_eval(a, r, dataset->classes(), loaded.info.classes, match, eo.thresholds.size() > 1);

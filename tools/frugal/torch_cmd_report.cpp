@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "torch_eval.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/checkpoint_files.h"
 #include "frugal/checkpoint_files/run_folder.h"
@@ -154,22 +155,12 @@ nlohmann::json evaluate_for_report(const ReportArgs& a, const nlohmann::json& ru
   }
   check_label_kind(loaded.info.multi_label, data->multi_label(), name);
   const ClassMatch match = match_classes(loaded.info.classes, data->classes(), name);
-  LoaderOptions lo;
-  lo.image_size = loaded.info.image_size;
-  lo.train = false;
-  lo.shuffle = false;
-  lo.batch_size = a.batch_size;
-  lo.workers = a.workers;
-  Loader loader(data, lo);
-  StepOptions so;
-  so.mean = loaded.info.mean;
-  so.std = loaded.info.std;
   EvalOptions eo;
   eo.multi_label = loaded.info.multi_label;  // as eval does: each tag's AP at the model's thresholds
   eo.thresholds = model_thresholds(loaded.info);
   eo.confusion = !eo.multi_label;
   eo.worst = eo.multi_label ? 0 : static_cast<std::size_t>(a.worst);
-  EvalResult r = evaluate(*loaded.model, loader, match, so, &eo);
+  EvalResult r = evaluate_loaded(loaded, data, match, a.batch_size, a.workers, eo);
   nlohmann::json doc = eval_json(r, loaded, *data, eo);
   doc["data"] = name;
   doc["samples"] = r.samples;
