@@ -158,8 +158,7 @@ class PyLoader : OwnedByProcess {
       fail(ErrorKind::usage, "subset=", "\"train\" or \"val\"", "\"" + a.subset + "\"", "");
     const std::optional<double>& val_split = a.data.val_split;
     if (val_split && !(*val_split >= 0 && *val_split < 1))
-      fail(ErrorKind::usage, "val_split=", "a fraction from 0 (no validation) up to 1", std::to_string(*val_split),
-           "");
+      fail(ErrorKind::usage, "val_split=", "a fraction from 0 (no validation) up to 1", std::to_string(*val_split), "");
     const RankWorld env = rank_world();
     const int world = a.world > 0 ? a.world : env.world;
     const int rank = a.rank >= 0 ? a.rank : (a.world > 0 ? 0 : env.rank);
