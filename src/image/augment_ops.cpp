@@ -118,7 +118,7 @@ void blend(const Image& in, double ratio, Other other, Image& out) {
 void adjust_contrast(const Image& in, double factor, Image& out) {
   const std::size_t n = static_cast<std::size_t>(in.width) * in.height, C = in.channels;
   double sum = 0;  // exact: a sum of whole numbers
-  for (std::size_t i = 0; i < n; ++i) sum += C == 3 ? gray(in.pixels.data() + i * C) : in.pixels[i];
+  for (std::size_t i = 0; i < n; ++i) sum += C == 3 ? gray(in.pixels.data() + i * C) : static_cast<float>(in.pixels[i]);
   const float mean = static_cast<float>(sum) / static_cast<float>(n);
   blend(
       in, factor, [mean](const std::uint8_t*) { return mean; }, out);
@@ -235,7 +235,9 @@ void apply_augment_op(const Image& in, AugmentOp op, double m, Image& out) {
     case AugmentOp::solarize: {
       const float threshold = static_cast<float>(255.0 * m);
       return per_level(
-          in, [threshold](int v) { return static_cast<std::uint8_t>(v >= threshold ? 255 - v : v); }, out);
+          in,
+          [threshold](int v) { return static_cast<std::uint8_t>(static_cast<float>(v) >= threshold ? 255 - v : v); },
+          out);
     }
     case AugmentOp::autocontrast:
       return autocontrast(in, out);
