@@ -23,7 +23,7 @@ pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 # RE2 for --label-pattern: linear time in the name matched, no recursion (std::regex overflowed
 # the stack on a 36 KB entry name). Debian's libre2-dev ships re2.pc.
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
-# Its -pthread would reach every target that links frugal_data and define _REENTRANT there, which
+# Its -pthread would reach every target that links frugal_loader and define _REENTRANT there, which
 # the torch precompiled header was built without (it would be skipped); Threads::Threads links it.
 set_property(TARGET PkgConfig::RE2 PROPERTY INTERFACE_COMPILE_OPTIONS "")
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)

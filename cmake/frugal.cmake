@@ -8,7 +8,7 @@ function(frugal_warnings target)
 endfunction()
 
 # frugal_library(NAME [TORCH] [DIR SUBDIR] DEPS ...): a static library from src/NAME/*.cpp (or
-# src/SUBDIR/*.cpp: a torch-free part of a subsystem, e.g. checkpoint/files), public headers from
+# src/SUBDIR/*.cpp: a library in a folder not named after it; none is now), public headers from
 # include/, private ones from its own folder only (frugal_private_includes).
 function(frugal_library name)
   cmake_parse_arguments(ARG "TORCH" "DIR" "DEPS" ${ARGN})
@@ -82,7 +82,7 @@ option(FRUGAL_UNITY_BUILD "Compile each LibTorch library as one file (faster fir
 # A file whose file-local names (anonymous namespace, static) clash with another file's of its
 # library stays out of the combined file: "redefinition of 'frugal::{anonymous}::...'" in
 # Unity/unity_0_cxx.cxx names both.
-set(FRUGAL_UNITY_EXCLUDE src/data/gpu_loader.cpp)
+set(FRUGAL_UNITY_EXCLUDE src/loader/gpu_loader.cpp)
 function(frugal_torch_unity target)
   if(FRUGAL_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/run/global_batch.h"
+#include "frugal/training/global_batch.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto j = nlohmann::json::parse(std::string_view(reinterpret_cast<const char*>(data), size), nullptr, false);

@@ -3,13 +3,13 @@
 
 The dependency graph is what CMake is told: the frugal_library(NAME [TORCH] [DIR SUBDIR] DEPS ...)
 lines of the top-level CMakeLists.txt and, for frugal_gpu, the target_link_libraries(frugal_gpu ...)
-lines of cmake/gpu.cmake. A library without TORCH is torch-free. Scanned: src/<library>/** (a nested
-library such as checkpoint/files owns its own folder), include/frugal/** and tools/**.
+lines of cmake/gpu.cmake. A library without TORCH is torch-free. Scanned: src/<library>/** (a library
+declared with DIR SUBDIR owns that folder, also one nested in another's), include/frugal/** and tools/**.
 
 A file fails, named by file:line, when
-  (a) a library includes a private header of another library (src/gpu/plan.h from src/data);
+  (a) a library includes a private header of another library (src/gpu/plan.h from src/loader);
   (b) a library includes a public header of a library it does not depend on, directly or through
-      its dependencies (include/frugal/train.h from src/data);
+      its dependencies (include/frugal/train.h from src/loader);
   (c) a torch-free library, or a tools/ file linked into the torch-free `frugal` (cmd_*, cli.*),
       includes LibTorch or a header of this repository that does, at any depth;
   (d) tools/ includes anything of this repository but include/frugal/ and its own headers;
@@ -96,7 +96,7 @@ class Checker:
         self.problems = []
         self.includes = {}  # path -> [(line, kind, spec)]
         self.torch_memo = {}
-        # Longest folder first: checkpoint/files before checkpoint.
+        # Longest folder first: a nested library's folder before its parent's.
         self.folders = sorted(((lib.folder, lib.name) for lib in self.libs.values()),
                               key=lambda x: -len(x[0]))
 
@@ -246,41 +246,41 @@ def self_test():
         "CMakeLists.txt": "frugal_library(util DEPS PkgConfig::X)\n"
                           "frugal_library(image DEPS frugal_util)\n"
                           "# frugal_library(ghost DEPS frugal_util)\n"
-                          "frugal_library(data TORCH DEPS frugal_image frugal_util frugal_gpu)\n"
-                          "frugal_library(train TORCH DEPS frugal_data)\n"
+                          "frugal_library(loader TORCH DEPS frugal_image frugal_util frugal_gpu)\n"
+                          "frugal_library(train TORCH DEPS frugal_loader)\n"
                           "frugal_library(files DIR train/files DEPS frugal_util)\n",
         "cmake/gpu.cmake": "add_library(frugal_gpu STATIC x)\n"
                            "target_link_libraries(frugal_gpu PUBLIC frugal_image frugal_util Threads::Threads)\n",
         "include/frugal/util/util.h": "#pragma once\n#include <string>\n",
         "include/frugal/util/hash.h": '#include "frugal/util/util.h"\n',
         "include/frugal/image/image.h": '#include "frugal/util/util.h"\n',
-        "include/frugal/data/data.h": "#include <torch/torch.h>\n",
-        "include/frugal/train/train.h": '#include "frugal/data/data.h"\n',
+        "include/frugal/loader/loader.h": "#include <torch/torch.h>\n",
+        "include/frugal/train/train.h": '#include "frugal/loader/loader.h"\n',
         "include/frugal/orphan.h": "",  # not in a library's folder
         "include/frugal/ghost/ghost.h": "",  # the folder of no library (ghost is commented out)
         "src/util/hash.cpp": '#include "frugal/util/hash.h"\n#include <ATen/ATen.h>\n',
         "src/image/resize.h": '#include "frugal/image/image.h"\n',
-        "src/image/resize.cpp": '#include "image/resize.h"\n#include "resize.h"\n#include "frugal/data/data.h"\n',
+        "src/image/resize.cpp": '#include "image/resize.h"\n#include "resize.h"\n#include "frugal/loader/loader.h"\n',
         "src/gpu/plan.h": '#include "frugal/image/image.h"\n',
-        "src/gpu/plan.cpp": '#include "gpu/plan.h"\n#include "../data/oom.h"\n',
-        "src/data/oom.h": "#include <c10/core/Device.h>\n",
-        "src/data/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train/train.h"\n#include "frugal/image/image.h"\n',
-        "src/train/run.cpp": '#include "frugal/image/image.h"\n#include "data/oom.h"\n#include "files/names.h"\n',
+        "src/gpu/plan.cpp": '#include "gpu/plan.h"\n#include "../loader/oom.h"\n',
+        "src/loader/oom.h": "#include <c10/core/Device.h>\n",
+        "src/loader/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train/train.h"\n#include "frugal/image/image.h"\n',
+        "src/train/run.cpp": '#include "frugal/image/image.h"\n#include "loader/oom.h"\n#include "files/names.h"\n',
         "src/train/files/names.h": '#include "frugal/util/hash.h"\n',
         "src/train/files/names.cpp": '#include "names.h"\n#include "frugal/train/train.h"\n',
         "tools/frugal/cmd_ls.cpp": '#include "frugal/image/image.h"\n#include "cli.h"\n#include "frugal/train/train.h"\n',
         "tools/frugal/cli.h": "#include <vector>\n",
-        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train/train.h"\n#include "data/oom.h"\n',
+        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train/train.h"\n#include "loader/oom.h"\n',
     }
     expected = {
         ("src/util/hash.cpp", 2, "(c)"),  # <ATen/ATen.h> in torch-free util
-        ("src/image/resize.cpp", 3, "(b)"),  # image does not depend on data
-        ("src/image/resize.cpp", 3, "(c)"),  # ...and data.h reaches torch
-        ("src/gpu/plan.cpp", 2, "(a)"),  # data's private header, by a relative path
+        ("src/image/resize.cpp", 3, "(b)"),  # image does not depend on loader
+        ("src/image/resize.cpp", 3, "(c)"),  # ...and loader.h reaches torch
+        ("src/gpu/plan.cpp", 2, "(a)"),  # loader's private header, by a relative path
         ("src/gpu/plan.cpp", 2, "(c)"),  # ...which reaches torch
-        ("src/data/loader.cpp", 1, "(a)"),  # gpu's private header
-        ("src/data/loader.cpp", 2, "(b)"),  # data does not depend on train
-        ("src/train/run.cpp", 2, "(a)"),  # data's private header
+        ("src/loader/loader.cpp", 1, "(a)"),  # gpu's private header
+        ("src/loader/loader.cpp", 2, "(b)"),  # loader does not depend on train
+        ("src/train/run.cpp", 2, "(a)"),  # loader's private header
         ("src/train/run.cpp", 3, "(a)"),  # a nested library's private header
         ("src/train/files/names.cpp", 2, "(b)"),  # files depends on util only
         ("src/train/files/names.cpp", 2, "(c)"),

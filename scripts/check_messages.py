@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 # Files whose literals are the front end's spelling by design, and literals that are no setting.
-ALLOWED_FILES = {"src/run/train_options.cpp"}  # the one option table: CLI names beside keys
+ALLOWED_FILES = {"src/training/train_options.cpp"}  # the one option table: CLI names beside keys
 # pip's own option in doctor's install command; torchrun's own in the command --nproc runs
 ALLOWED_FLAGS = {"--index-url", "--standalone", "--nproc-per-node", "--no-python"}
 SOURCE_EXTS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
@@ -111,7 +111,7 @@ def self_test():
         put("src/util/settings_text.cpp", 'constexpr std::string_view kKeys[] = {"amp", "disk_budget"};\n')
         put("src/a/good.cpp", '// "--flag" in a comment\nauto s = "raise {disk_budget}"; auto t = {x};\n'
                               'char c = \'"\'; auto u = "a \\" quote then {amp}";\n')
-        put("src/run/train_options.cpp", 'auto s = "--epochs";\n')
+        put("src/training/train_options.cpp", 'auto s = "--epochs";\n')
         put("src/a/flag.cpp", 'int x;\nauto s = "raise --disk-budget";\n')
         put("include/frugal/key.h", 'auto s = "give {gpu_memory}";\n')
         got = check(root)

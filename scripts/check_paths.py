@@ -3,7 +3,7 @@
 pointed at files that had moved). Scans the comments of the C++ sources (// and /* */), and of
 shell, Python and CMake files (#), in src/, include/, tools/, python/, tests/, bench/, fuzz/,
 scripts/ and the CMake files, for words that look like a path of this repository: a folder and a
-file name with a known extension (`src/data/sampler.cpp`, `train/schedule.h`, `docs/data.md`, a
+file name with a known extension (`src/dataset/sampler.cpp`, `train/schedule.h`, `docs/data.md`, a
 glob such as `sampler.*`). A word is found when it names a file (or, for a glob, any file) under
 the repository's root or one of the roots code names paths from (src/, include/, include/frugal/,
 tools/, tools/frugal/, tests/, python/). Prints each one that names nothing, and exits 1 then.
@@ -90,10 +90,10 @@ def check(root):
 
 def self_test():
     with tempfile.TemporaryDirectory() as d:
-        os.makedirs(f"{d}/src/train"); os.makedirs(f"{d}/include/frugal/data"); os.makedirs(f"{d}/src/moved")
-        open(f"{d}/include/frugal/data/sampler.h", "w").write("")
+        os.makedirs(f"{d}/src/train"); os.makedirs(f"{d}/include/frugal/dataset"); os.makedirs(f"{d}/src/moved")
+        open(f"{d}/include/frugal/dataset/sampler.h", "w").write("")
         open(f"{d}/src/train/a.cpp", "w").write(
-            '// see data/sampler.h and src/train/gone.h (and torch/csrc/x.h)\nint x = 1; // "a/b.h" src/moved/*.cpp\n'
+            '// see dataset/sampler.h and src/train/gone.h (and torch/csrc/x.h)\nint x = 1; // "a/b.h" src/moved/*.cpp\n'
             'const char* s = "src/not_a_comment.h";\n')
         got = check(d)
         want = ["src/train/a.cpp:1: names src/train/gone.h, which is no file of this repository",

@@ -31,7 +31,7 @@ for kind in "${@:-asan tsan}"; do
       asan)
         dir=$ROOT/build-asan
         configure "$dir" "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-        targets="test_util test_archive test_image test_budget test_dataset test_run test_weights"
+        targets="test_util test_archive test_image test_budget test_dataset test_training test_weights"
         # A test of a library built without exceptions-from-UBSan would pass a bad shift quietly:
         # every UBSan report ends the test (halt_on_error), as does every ASan one.
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1

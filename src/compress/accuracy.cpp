@@ -1,6 +1,6 @@
 // compress's before/after accuracy: the one evaluation (evaluate.h) with the one class rule.
 #include "frugal/compress/compress.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/train/train.h"

@@ -1,5 +1,5 @@
 #include "frugal/compress/compress.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/train/train.h"

@@ -1,6 +1,5 @@
 // labels.csv inside a training archive: `path,label` lines, an optional `path,label` header row.
-// Torch-free on purpose: the fuzz target (fuzz/labels.cmake) compiles labels_csv.cpp on its own,
-// since the data library it belongs to is built only with LibTorch.
+// Torch-free, as the whole dataset library is: the fuzz target (fuzz/labels.cmake) links that library.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,5 @@
 // The .npy format (NumPy's NEP 1): a magic, a Python-dict header, then C-order data.
-// Torch-free on purpose: the fuzz target (fuzz/npy.cmake) compiles npy.cpp on its own, since the
-// data library it belongs to is built only with LibTorch.
+// Torch-free, as the whole dataset library is: the fuzz target (fuzz/npy.cmake) links that library.
 #pragma once
 
 #include <cstdint>

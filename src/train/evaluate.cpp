@@ -10,12 +10,12 @@
 #include <map>
 #include <optional>
 
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"
-#include "frugal/data/oom.h"
+#include "frugal/loader/oom.h"
 #include "train/device.h"
 #include "train/multi_label.h"
 

@@ -18,7 +18,7 @@
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint/safetensors.h"
 #include "frugal/models/models.h"
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"
 #include "train/distributed.h"

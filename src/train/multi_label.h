@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "frugal/run/train_log.h"
+#include "frugal/training/train_log.h"
 
 namespace frugal {
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/image/image.h"
 #include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"

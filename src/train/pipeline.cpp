@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/data/oom.h"
+#include "frugal/loader/oom.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"

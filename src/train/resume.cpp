@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "frugal/run/global_batch.h"
+#include "frugal/training/global_batch.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/units.h"

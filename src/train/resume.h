@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "train/horizon.h"
 #include "train/model_choice.h"
 #include "train/run_progress.h"

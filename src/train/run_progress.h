@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "frugal/util/env.h"
 #include "train/run_state.h"
 #include "train/training_data.h"

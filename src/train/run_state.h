@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "frugal/train/train.h"
 
 namespace frugal {

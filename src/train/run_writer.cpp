@@ -1,7 +1,7 @@
 // The run folder's writer (frugal/train/run_writer.h).
 #include "frugal/train/run_writer.h"
 
-#include "frugal/run/events.h"
+#include "frugal/training/events.h"
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
 #include "frugal/util/progress.h"

@@ -10,7 +10,7 @@
 #include "frugal/util/fs.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/units.h"
-#include "frugal/run/global_batch.h"
+#include "frugal/training/global_batch.h"
 #include "frugal/budget/time_budget.h"
 #include "train/device.h"
 

@@ -19,9 +19,9 @@
 
 #include "frugal/budget/watchdog.h"
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/run/stop_policy.h"
-#include "frugal/run/train_log.h"
-#include "frugal/run/train_series.h"
+#include "frugal/training/stop_policy.h"
+#include "frugal/training/train_log.h"
+#include "frugal/training/train_series.h"
 #include "frugal/train/run_writer.h"
 #include "frugal/train/train.h"
 #include "frugal/util/env.h"
@@ -124,7 +124,7 @@ class Session {
   // (the CLI's sessions, on the real clock). After run_: destroyed before its manager, as it asks it.
   std::optional<Watchdog> watchdog_;
   std::unique_ptr<TrainLog> log_;
-  std::optional<TrainSeries> series_;  // the training curve's points (run/train_series.h)
+  std::optional<TrainSeries> series_;  // the training curve's points (training/train_series.h)
   std::optional<DistEnv> dist_env_;    // launched by torchrun as one of several ranks
   std::unique_ptr<Comm> comm_;         // the wire to the run's other processes (solo: none), once the device is known
   std::unique_ptr<Parallelism> parallel_;  // where the model lives over them (data parallel, pipeline stages)

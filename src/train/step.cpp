@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/train/train.h"
-#include "frugal/data/oom.h"
+#include "frugal/loader/oom.h"
 #include "train/device.h"
 
 namespace frugal {

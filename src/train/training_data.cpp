@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "frugal/archive/data_source.h"
-#include "frugal/data/gpu_loader.h"
+#include "frugal/loader/gpu_loader.h"
 #include "frugal/dataset/train_val.h"
-#include "frugal/run/data_options.h"
+#include "frugal/training/data_options.h"
 #include "frugal/train/run_writer.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"

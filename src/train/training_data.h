@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "frugal/budget/budget.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/dataset/dataset.h"
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "frugal/util/env.h"
 
 namespace frugal {

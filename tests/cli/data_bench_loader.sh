@@ -4,7 +4,7 @@ source "$(dirname "$0")/lib/common.sh"
 [[ -n ${FRUGAL_PYTHON:-} ]] || skip "no FRUGAL_PYTHON"
 needs_python PIL numpy
 needs_commands frugal-torch
-"$py" "$src/tests/data/make_archives.py" "$t"
+"$py" "$src/tests/dataset/make_archives.py" "$t"
 
 frugal bench loader "$t/folders.zip" --seconds 1 --image-size 32 --batch-size 4 --json >"$t/out.json"
 "$py" - "$t/out.json" <<'PY'

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "data/data_fixtures.h"
+#include "dataset/data_fixtures.h"
 #include "frugal/archive/archive.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/util/error.h"

@@ -1,9 +1,9 @@
 // Images as they come, through the data layer: WebP, GIF, BMP and TIFF are samples like JPEG and
 // PNG; every file that is not is counted by its reason, and a class whose every file was skipped
-// is named (tests/data/make_archives.py: formats.zip, one_readable_class.zip).
+// is named (tests/dataset/make_archives.py: formats.zip, one_readable_class.zip).
 #include <gtest/gtest.h>
 
-#include "data/data_fixtures.h"
+#include "dataset/data_fixtures.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/util/error.h"
 #include "frugal/image/image.h"

@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "data/data_fixtures.h"
+#include "dataset/data_fixtures.h"
 #include "frugal/archive/archive.h"
 #include "frugal/util/error.h"
-#include "frugal/data/gpu_loader.h"
+#include "frugal/loader/gpu_loader.h"
 #include "frugal/gpu/plan.h"
 
 namespace frugal {

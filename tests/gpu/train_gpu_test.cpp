@@ -18,11 +18,11 @@
 #include <optional>
 #include <thread>
 
-#include "data/data_fixtures.h"
+#include "dataset/data_fixtures.h"
 #include "loopback_group.h"
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/data/loader.h"
-#include "frugal/data/gpu_loader.h"
+#include "frugal/loader/loader.h"
+#include "frugal/loader/gpu_loader.h"
 #include "frugal/models/models.h"
 #include "frugal/train/train.h"
 #include "frugal/gpu/plan.h"

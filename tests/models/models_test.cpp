@@ -5,7 +5,7 @@
 
 #include "frugal/util/error.h"
 #include "frugal/models/models.h"
-#include "frugal/run/train_config.h"
+#include "frugal/training/train_config.h"
 #include "made_once.h"
 #include "models/safetensors_read.h"
 
@@ -127,7 +127,7 @@ TEST(Models, GradCheckpointGivesSameGradientsCnn) { expect_checkpoint_same_grads
 TEST(Models, GradCheckpointGivesSameGradientsResnet18) { expect_checkpoint_same_grads("resnet18", 3, 16); }
 TEST(Models, GradCheckpointGivesSameGradientsEfficientNet) { expect_checkpoint_same_grads("efficientnet_b0", 3, 16); }
 
-// --model is validated by the torch-free run library (run/train_config.h): its list is the zoo's.
+// --model is validated by the torch-free training library (training/train_config.h): its list is the zoo's.
 TEST(Models, TheOptionsListOfModelNamesIsTheZoos) { EXPECT_EQ(model_names(), zoo_model_names()); }
 
 }  // namespace

@@ -6,7 +6,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "frugal/data/oom.h"
+#include "frugal/loader/oom.h"
 #include "frugal/util/error.h"
 #include "frugal/train/train.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/models/models.h"
 #include "frugal/train/evaluate.h"
 #include "frugal/train/train.h"

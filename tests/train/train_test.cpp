@@ -12,7 +12,7 @@
 #include "frugal/budget/time_budget.h"
 #include "frugal/train/train.h"
 #include "train/device.h"
-#include "frugal/run/events.h"
+#include "frugal/training/events.h"
 
 namespace frugal {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
-#include "frugal/data/gpu_loader.h"
+#include "frugal/loader/gpu_loader.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
 

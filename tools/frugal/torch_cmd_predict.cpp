@@ -17,7 +17,7 @@
 #include "frugal/archive/archive.h"
 #include "frugal/archive/read_limit.h"
 #include "frugal/compress/compress.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/dataset/predict_inputs.h"
 #include "frugal/dataset/submission_csv.h"
 #include "frugal/image/image.h"

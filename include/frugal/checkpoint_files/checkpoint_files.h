@@ -1,4 +1,4 @@
-// Checkpoint files as bytes on disk, read without LibTorch (src/checkpoint/files/, library
+// Checkpoint files as bytes on disk, read without LibTorch (src/checkpoint_files/, library
 // frugal_checkpoint_files), so that `frugal du`, `frugal clean` and the fuzzers can use them: the
 // safetensors header, checkpoint file names, the payload checksum and its verification, a delta's
 // index and base, and retention (which checkpoints may go). Loading tensors (LibTorch) is

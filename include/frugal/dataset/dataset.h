@@ -1,5 +1,5 @@
 // Datasets read straight from an archive (torch-free: the loaders that turn them into batches of
-// tensors are data/loader.h's).
+// tensors are loader/loader.h's).
 //
 // Layouts: class sub-folders (`[root/]class/file.jpg`, any common root), a `labels.csv`
 // (`path,label`) inside the archive, a CSV or TSV named by DatasetOptions::labels (docs/data.md,

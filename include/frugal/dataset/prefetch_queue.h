@@ -5,7 +5,7 @@
 // sampler.h. A batch is a pure function of (seed, epoch, its samples), so the thread count never
 // changes what comes out.
 //
-// Torch-free: the batch a builder makes is a template parameter (src/data/batch_queue.h holds the
+// Torch-free: the batch a builder makes is a template parameter (src/loader/batch_queue.h holds the
 // tensors), so that these threads run under ThreadSanitizer in the torch-free unit tests
 // (scripts/sanitize.sh) with the code the loaders run.
 #pragma once
@@ -104,7 +104,7 @@ class PrefetchQueue {
   PrefetchQueue(const PrefetchQueue&) = delete;
   PrefetchQueue& operator=(const PrefetchQueue&) = delete;
 
-  // BatchSource's contract (include/frugal/data/loader.h): start() drops whatever an earlier
+  // BatchSource's contract (include/frugal/loader/loader.h): start() drops whatever an earlier
   // start() left in flight; next() hands the batches out in order, rethrows a builder's error,
   // enforces max_bad_fraction, and in one process skips a batch whose every image was bad.
   void start(std::int64_t epoch, std::int64_t position) {

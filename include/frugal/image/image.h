@@ -35,7 +35,7 @@ const char* format_name(ImageFormat format);  // "JPEG", "WebP", "HEIC", ...
 // From a file name's extension (any case), for entries whose bytes are not at hand (a deflated
 // zip entry): the format it claims, checked again by the magic bytes when decoded.
 ImageFormat format_from_extension(const std::string& file_name);
-// Whether decode_image reads it (npy is read by the data layer, not here).
+// Whether decode_image reads it (npy is read by the dataset layer, not here).
 bool is_decodable(ImageFormat format);
 
 // Whether the EXIF orientation tag is applied: `apply` turns the pixels as PIL's

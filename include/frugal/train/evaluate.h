@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/models/models.h"
-#include "frugal/run/train_log.h"
+#include "frugal/training/train_log.h"
 
 namespace frugal {
 

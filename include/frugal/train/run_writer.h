@@ -17,7 +17,7 @@
 #include "frugal/budget/budget.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/run_folder.h"
-#include "frugal/run/train_series.h"
+#include "frugal/training/train_series.h"
 #include "frugal/util/env.h"
 #include "frugal/util/error.h"
 

@@ -1,4 +1,4 @@
-// Training (the configuration is run/train_config.h's): mixed precision with dynamic loss scaling, the accumulated training
+// Training (the configuration is training/train_config.h's): mixed precision with dynamic loss scaling, the accumulated training
 // step with OOM recovery, evaluation, and the run driver behind `frugal train`.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include "frugal/budget/budget.h"
 #include "frugal/util/env.h"
 #include "frugal/models/models.h"
-#include "frugal/run/train_config.h"
-#include "frugal/run/train_log.h"
+#include "frugal/training/train_config.h"
+#include "frugal/training/train_log.h"
 
 namespace frugal {
 
