@@ -12,7 +12,11 @@
 #include <string>
 
 #include "frugal/util/error.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_config.h"
+#include "frugal/models/models.h"
 #include "frugal/util/units.h"
 #include "train/device.h"
 

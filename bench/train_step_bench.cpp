@@ -6,7 +6,11 @@
 #include <cstdlib>
 
 #include "frugal/util/host_memory.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_config.h"
+#include "frugal/models/models.h"
 
 int main(int argc, char** argv) {
   if (argc != 6 && argc != 7) {

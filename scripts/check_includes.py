@@ -9,7 +9,7 @@ declared with DIR SUBDIR owns that folder, also one nested in another's), includ
 A file fails, named by file:line, when
   (a) a library includes a private header of another library (src/gpu/plan.h from src/loader);
   (b) a library includes a public header of a library it does not depend on, directly or through
-      its dependencies (include/frugal/train.h from src/loader);
+      its dependencies (include/frugal/train/step.h from src/loader);
   (c) a torch-free library, or a tools/ file linked into the torch-free `frugal` (cmd_*, cli.*),
       includes LibTorch or a header of this repository that does, at any depth;
   (d) tools/ includes anything of this repository but include/frugal/ and its own headers;
@@ -255,7 +255,7 @@ def self_test():
         "include/frugal/util/hash.h": '#include "frugal/util/util.h"\n',
         "include/frugal/image/image.h": '#include "frugal/util/util.h"\n',
         "include/frugal/loader/loader.h": "#include <torch/torch.h>\n",
-        "include/frugal/train/train.h": '#include "frugal/loader/loader.h"\n',
+        "include/frugal/train/step.h": '#include "frugal/loader/loader.h"\n',
         "include/frugal/orphan.h": "",  # not in a library's folder
         "include/frugal/ghost/ghost.h": "",  # the folder of no library (ghost is commented out)
         "src/util/hash.cpp": '#include "frugal/util/hash.h"\n#include <ATen/ATen.h>\n',
@@ -264,13 +264,13 @@ def self_test():
         "src/gpu/plan.h": '#include "frugal/image/image.h"\n',
         "src/gpu/plan.cpp": '#include "gpu/plan.h"\n#include "../loader/oom.h"\n',
         "src/loader/oom.h": "#include <c10/core/Device.h>\n",
-        "src/loader/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train/train.h"\n#include "frugal/image/image.h"\n',
+        "src/loader/loader.cpp": '#include "gpu/plan.h"\n#include "frugal/train/step.h"\n#include "frugal/image/image.h"\n',
         "src/train/run.cpp": '#include "frugal/image/image.h"\n#include "loader/oom.h"\n#include "files/names.h"\n',
         "src/train/files/names.h": '#include "frugal/util/hash.h"\n',
-        "src/train/files/names.cpp": '#include "names.h"\n#include "frugal/train/train.h"\n',
-        "tools/frugal/cmd_ls.cpp": '#include "frugal/image/image.h"\n#include "cli.h"\n#include "frugal/train/train.h"\n',
+        "src/train/files/names.cpp": '#include "names.h"\n#include "frugal/train/step.h"\n',
+        "tools/frugal/cmd_ls.cpp": '#include "frugal/image/image.h"\n#include "cli.h"\n#include "frugal/train/step.h"\n',
         "tools/frugal/cli.h": "#include <vector>\n",
-        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train/train.h"\n#include "loader/oom.h"\n',
+        "tools/frugal/torch_cmd_train.cpp": '#include "frugal/train/step.h"\n#include "loader/oom.h"\n',
     }
     expected = {
         ("src/util/hash.cpp", 2, "(c)"),  # <ATen/ATen.h> in torch-free util

@@ -3,7 +3,10 @@
 #include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
-#include "frugal/train/train.h"
+#include "frugal/train/step.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/training/train_log.h"
+#include "frugal/models/models.h"
 
 namespace frugal {
 

@@ -2,7 +2,11 @@
 #include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/models/models.h"
 
 namespace frugal {
 

@@ -3,7 +3,8 @@
 #include <torch/torch.h>
 
 #include "frugal/util/error.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/training/train_config.h"
 
 namespace frugal {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "frugal/util/doctor.h"
-#include "frugal/train/train.h"
+#include "frugal/training/train_config.h"
 
 namespace frugal {
 

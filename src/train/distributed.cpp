@@ -29,7 +29,6 @@
 #include "frugal/util/settings_text.h"
 #include "frugal/util/terminal.h"
 #include "frugal/train/launch.h"
-#include "frugal/train/train.h"
 
 namespace frugal {
 namespace {

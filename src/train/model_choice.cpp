@@ -10,6 +10,7 @@
 #include "frugal/checkpoint_files/run_folder.h"
 #include "frugal/train/run_writer.h"
 #include "frugal/util/error.h"
+#include "frugal/util/progress.h"
 #include "frugal/util/units.h"
 #include "train/device.h"
 

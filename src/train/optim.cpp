@@ -2,7 +2,9 @@
 #include <cmath>
 
 #include "frugal/util/error.h"
-#include "frugal/train/train.h"
+#include "frugal/train/optim.h"
+#include "frugal/training/train_config.h"
+#include "frugal/models/models.h"
 
 namespace frugal {
 

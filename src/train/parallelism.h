@@ -16,7 +16,10 @@
 #include "frugal/loader/loader.h"
 #include "frugal/image/image.h"
 #include "frugal/train/evaluate.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/models/models.h"
 #include "train/comm.h"
 
 namespace frugal {

@@ -15,7 +15,7 @@
 
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/training/train_config.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
 
 namespace frugal {
 

@@ -11,6 +11,7 @@
 #include "frugal/util/progress.h"
 #include "frugal/util/units.h"
 #include "frugal/training/global_batch.h"
+#include "frugal/train/train_session.h"
 #include "frugal/budget/time_budget.h"
 #include "train/device.h"
 

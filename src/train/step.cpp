@@ -7,7 +7,10 @@
 #include "frugal/loader/loader.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_log.h"
+#include "frugal/models/models.h"
 #include "frugal/loader/oom.h"
 #include "train/device.h"
 

@@ -1,4 +1,4 @@
-// Which options of a resumed run would change what is learned (see learning_changes in train.h).
+// Which options of a resumed run would change what is learned (see learning_changes in training/train_config.h).
 #include <nlohmann/json.hpp>
 
 #include <optional>

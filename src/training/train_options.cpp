@@ -1,4 +1,4 @@
-// The one table of train options (train.h, TrainOption): parsing and validating each value where
+// The one table of train options (training/train_config.h, TrainOption): parsing and validating each value where
 // it enters, what config.json records, and which options a resume may not change.
 #include <algorithm>
 #include <charconv>

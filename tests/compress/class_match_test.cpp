@@ -6,7 +6,9 @@
 #include <optional>
 
 #include "frugal/util/error.h"
-#include "frugal/train/train.h"
+#include "frugal/train/step.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/models/models.h"
 
 using namespace frugal;
 

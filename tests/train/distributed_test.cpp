@@ -23,7 +23,11 @@
 #include "frugal/dataset/sampler.h"
 #include "frugal/util/error.h"
 #include "frugal/models/models.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_config.h"
+#include "frugal/training/train_log.h"
 #include "models/layers.h"
 #include "train/distributed.h"
 

@@ -7,7 +7,10 @@
 #include <ATen/autocast_mode.h>
 
 #include "frugal/models/models.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_config.h"
 
 namespace frugal {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "frugal/checkpoint/safetensors.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
 
 namespace frugal {
 namespace {

@@ -9,7 +9,8 @@
 #include <random>
 
 #include "frugal/train/evaluate.h"
-#include "frugal/train/train.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_log.h"
 #include "train/multi_label.h"
 
 using namespace frugal;

@@ -8,7 +8,13 @@
 
 #include "frugal/loader/oom.h"
 #include "frugal/util/error.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/training/train_config.h"
+#include "frugal/training/train_log.h"
+#include "frugal/models/models.h"
 
 namespace frugal {
 namespace {

@@ -22,7 +22,9 @@
 #include "frugal/util/fs.h"
 #include "frugal/archive/pack.h"
 #include "frugal/util/progress.h"
-#include "frugal/train/train.h"
+#include "frugal/train/train_session.h"
+#include "frugal/training/train_config.h"
+#include "frugal/util/env.h"
 
 namespace frugal {
 namespace {

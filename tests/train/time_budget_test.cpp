@@ -16,7 +16,8 @@
 #include "frugal/archive/pack.h"
 #include "frugal/util/progress.h"
 #include "frugal/checkpoint/safetensors.h"
-#include "frugal/train/train.h"
+#include "frugal/train/train_session.h"
+#include "frugal/training/train_config.h"
 
 namespace frugal {
 namespace {

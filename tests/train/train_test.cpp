@@ -10,7 +10,11 @@
 
 #include "frugal/util/error.h"
 #include "frugal/budget/time_budget.h"
-#include "frugal/train/train.h"
+#include "frugal/train/amp.h"
+#include "frugal/train/optim.h"
+#include "frugal/train/step.h"
+#include "frugal/training/train_config.h"
+#include "frugal/models/models.h"
 #include "train/device.h"
 #include "frugal/training/events.h"
 

@@ -18,7 +18,7 @@
 #include "frugal/util/doctor.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
-#include "frugal/train/train.h"
+#include "frugal/train/launch.h"
 #include "frugal/util/units.h"
 #include "frugal/util/version.h"
 

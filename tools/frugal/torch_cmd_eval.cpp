@@ -12,7 +12,10 @@
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
-#include "frugal/train/train.h"
+#include "frugal/train/step.h"
+#include "frugal/train/evaluate.h"
+#include "frugal/training/train_log.h"
+#include "frugal/models/models.h"
 #include "frugal/util/units.h"
 
 namespace frugal::cli {

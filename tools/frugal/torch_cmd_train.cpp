@@ -1,5 +1,5 @@
 // frugal train --data ARCHIVE --run DIR [options]   (CLI.md, "frugal train options")
-// The options come from the library's one table (train_options(), train.h): each value is parsed
+// The options come from the library's one table (train_options(), training/train_config.h): each value is parsed
 // and validated into the typed TrainConfig here, at the edge; a refused value is exit 2 naming the
 // option, the value and what is allowed, before anything is read or written.
 #include <string>
@@ -13,7 +13,8 @@
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/train/launch.h"
-#include "frugal/train/train.h"
+#include "frugal/train/train_session.h"
+#include "frugal/training/train_config.h"
 
 namespace frugal::cli {
 namespace {

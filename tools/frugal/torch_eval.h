@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "frugal/checkpoint/checkpoint.h"
-#include "frugal/data/loader.h"
+#include "frugal/loader/loader.h"
 #include "frugal/train/evaluate.h"
-#include "frugal/train/train.h"
+#include "frugal/train/step.h"
 
 namespace frugal::cli {
 

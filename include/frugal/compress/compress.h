@@ -90,7 +90,7 @@ AccuracyReport measure_accuracy(Model& model, const ModelInfo& info, const std::
 namespace frugal {
 
 // Short fine-tuning after pruning, with the training engine's optimizer and step
-// (include/frugal/train/train.h): AdamW, no weight decay, on the CPU in float32; the masks are applied
+// (include/frugal/train/optim.h): AdamW, no weight decay, on the CPU in float32; the masks are applied
 // again after every step, so pruned weights stay zero. Leaves the model in eval mode.
 struct FinetuneOptions {
   int epochs = 1;

@@ -1,6 +1,6 @@
 // Evaluation of a model over a source of batches: mean cross-entropy, top-1 and per-class accuracy;
 // for multi-label data mean binary cross-entropy, mean average precision and F1 (EvalResult).
-// Included by train.h (it uses StepOptions from there).
+// Its callers pass the step's StepOptions (train/step.h); this header only names them.
 #pragma once
 
 #include <torch/torch.h>

@@ -34,4 +34,8 @@ int run_torchrun(int nproc, const std::vector<std::string>& rank_args);
 // Rank 0 of a run run_torchrun() started: leaves its exit code for the launching command.
 void record_rank0_exit(int rc);
 
+// The torch.distributed backends this build can train several processes with (torchrun; README
+// "Several GPUs or machines"): "gloo (CPU)", and "nccl 2.27.3 (CUDA)" in a CUDA build.
+std::vector<std::string> distributed_backends();
+
 }  // namespace frugal

@@ -1,7 +1,7 @@
 // The run's configuration, torch-free: every option of `frugal train` as one table (TrainOption
 // rows: parsing and validation where a value enters, what config.json records, which options a
 // resume may not change), and how a session ended. The CLI, the TOML reader and the library all
-// go through it; the trainer (train/train.h) takes a TrainConfig.
+// go through it; the trainer (train/train_session.h) takes a TrainConfig.
 #pragma once
 
 #include <chrono>

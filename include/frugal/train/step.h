@@ -1,108 +1,21 @@
-// Training (the configuration is training/train_config.h's): mixed precision with dynamic loss scaling, the accumulated training
-// step with OOM recovery, evaluation, and the run driver behind `frugal train`.
+// The training step (the configuration is training/train_config.h's): the batch made ready for the
+// model, the loss, and one optimizer step over accumulated micro-batches with OOM recovery
+// (src/train/step.cpp).
 #pragma once
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <optional>
-#include <string>
+#include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "frugal/budget/budget.h"
-#include "frugal/util/env.h"
 #include "frugal/models/models.h"
+#include "frugal/train/amp.h"
 #include "frugal/training/train_config.h"
 #include "frugal/training/train_log.h"
 
 namespace frugal {
-
-// ---------------------------------------------------------------------------------------------
-// Mixed precision
-
-// Enables autocast for one device type while alive (off: does nothing).
-class AutocastGuard {
- public:
-  AutocastGuard(torch::DeviceType device, AmpMode mode);
-  ~AutocastGuard();
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
-
- private:
-  torch::DeviceType device_;
-  bool active_ = false, was_enabled_ = false;
-  at::ScalarType was_dtype_ = at::kFloat;
-};
-
-// Dynamic loss scaling for fp16 (torch.amp.GradScaler's algorithm, on the same ATen kernels):
-// the loss is multiplied by `scale` before backward; unscale() divides the gradients and finds
-// inf/NaN; a step with inf/NaN is skipped and the scale multiplied by backoff; after
-// growth_interval clean steps it is multiplied by growth. Disabled: scale 1, but unscale() still
-// reports non-finite gradients so such steps are skipped in every precision.
-struct LossScalerOptions {
-  bool enabled = true;
-  double init_scale = 65536.0;
-  double growth_factor = 2.0;
-  double backoff_factor = 0.5;
-  std::int64_t growth_interval = 2000;
-};
-
-class LossScaler {
- public:
-  explicit LossScaler(LossScalerOptions options = {}, torch::Device device = torch::kCPU);
-  torch::Tensor scale(const torch::Tensor& loss) const;
-  // Divides the gradients by the scale in place; false when any is inf/NaN (skip the step).
-  bool unscale(const std::vector<torch::Tensor>& params);
-  // After each step (taken or skipped): adjusts the scale from what unscale() found.
-  void update();
-  // Another pipeline stage's unscale() found inf/NaN: this step is skipped here too, and update()
-  // backs off as everywhere.
-  void found_inf_elsewhere() { found_inf_.fill_(1.0); }
-  double scale_value() const;
-  bool enabled() const { return options_.enabled; }
-  // "loss_scaler.scale" (F32) and "loss_scaler.growth_tracker" (I32) for checkpoints.
-  std::map<std::string, torch::Tensor> state() const;
-  void load_state(const std::map<std::string, torch::Tensor>& state);
-  static const std::vector<std::string>& state_names();  // the keys of state()
-
- private:
-  LossScalerOptions options_;
-  torch::Tensor scale_, growth_tracker_, found_inf_;  // on the training device
-};
-
-// ---------------------------------------------------------------------------------------------
-// Optimizers and schedules
-
-struct OptimizerOptions {
-  OptimizerKind kind = OptimizerKind::adamw;
-  double lr = 1e-3;
-  double weight_decay = 0.05;
-  double momentum = 0.9;  // SGD
-  bool nesterov = true;   // SGD
-};
-
-// Parameters that require grad, in two groups: weights with weight decay, and norms and biases
-// (1-D tensors) without. The names come back in optimizer order (for checkpoint state).
-struct OptimizerSetup {
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::vector<std::pair<std::string, torch::Tensor>> params;
-};
-OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& options);
-
-void set_lr(torch::optim::Optimizer& optimizer, double lr);
-
-// Sets requires_grad(false) on every parameter whose name starts with one of the prefixes
-// (matching whole name components: "layer1" freezes "layer1.0.conv1.weight", not "layer10.*").
-// Returns the number of tensors frozen; a prefix that matches nothing -> Error(usage).
-int freeze(Model& model, const std::vector<std::string>& prefixes);
-
-// ---------------------------------------------------------------------------------------------
-// The training step
 
 struct StepOptions {
   int micro_batch = 64;  // samples per forward/backward
@@ -182,24 +95,5 @@ class TrainStep {
   std::int64_t micro_steps_ = 0;
   bool oom_noted_ = false;
 };
-
-}  // namespace frugal
-
-#include "frugal/train/evaluate.h"  // evaluation over any BatchSource (needs StepOptions above)
-
-namespace frugal {
-
-// --init FILE: tensors of a safetensors file (a frugal checkpoint's trainer state left out).
-std::map<std::string, torch::Tensor> load_checkpoint_or_weights(const std::string& path);
-
-// Trains as configured. Every file the run writes and every clock it reads goes through `env`.
-// Nothing is written before training really starts: a refused option, unusable data, a budget
-// that does not fit (disk, memory, a deadline too short for one step) leave the run folder as they
-// found it (a folder it had to create is removed again).
-SessionOutcome train_session(const TrainConfig& config, Env& env = Env::real());
-
-// The torch.distributed backends this build can train several processes with (torchrun; README
-// "Several GPUs or machines"): "gloo (CPU)", and "nccl 2.27.3 (CUDA)" in a CUDA build.
-std::vector<std::string> distributed_backends();
 
 }  // namespace frugal
