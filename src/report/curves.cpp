@@ -261,8 +261,8 @@ std::string curves_section(const nlohmann::json& doc) {
   if (!missing.empty()) out += "<p class=\"note\">Not recorded by this run: " + missing + ".</p>";
   if (!h.metrics.count("train_accuracy"))
     out +=
-        "<p class=\"note\" id=\"no-train-accuracy\">Training accuracy is not recorded: frugal train counts the "
-        "training loss only (accuracy is measured on the validation data at each epoch's end).</p>";
+        "<p class=\"note\" id=\"no-train-accuracy\">Training accuracy is not recorded by this run: a multi-label "
+        "run's tags have no top-1, and runs of frugal before it was counted kept the training loss only.</p>";
   return out + "</section>";
 }
 

@@ -289,6 +289,7 @@ class PipelineStep : public TrainStep {
     else
       optimizer_.zero_grad(/*set_to_none=*/true);
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
+    auto correct = torch::zeros({}, torch::TensorOptions().device(options_.device));  // top-1, at the last stage
     std::vector<Slot> slots(micro.size());
     const auto started = Clock::now();
     auto receive = [&](int from, int tag) {
@@ -307,15 +308,10 @@ class PipelineStep : public TrainStep {
             stage_.first() ? prepare_batch(m.images, options_) : receive(stage_.prev, kActivationTag).requires_grad_();
         AutocastGuard autocast(options_.device.type(), options_.amp);
         s.output = model_.run_pieces(s.input, stage_.begin, stage_.end);
-        if (stage_.last()) {
-          auto y = m.labels.to(options_.device, /*non_blocking=*/true);
-          auto loss = classification_loss(s.output.to(torch::kFloat32), y, options_.label_smoothing);
-          const double share = static_cast<double>(m.size) / static_cast<double>(total);
-          s.loss = scaler_.scale(loss * share);
-          loss_sum += loss.detach() * static_cast<double>(m.size);
-        } else {
+        if (stage_.last())
+          last_stage_loss(s, m, total, loss_sum, correct);
+        else
           send_tensor(g_, s.output.detach(), stage_.next, kActivationTag);
-        }
       } else {
         if (stage_.last()) {
           s.loss.backward();
@@ -336,17 +332,33 @@ class PipelineStep : public TrainStep {
     figures_->schedule += since(started);
     ++figures_->steps;
     if (replicas_) replicas_->all_reduce_gradients(params_, {});
-    return finish_step(loss_sum, total);
+    StepResult result = finish_step(loss_sum, correct, total);
+    // Every stage has the labels: each knows whether top-1 was counted (not for multi-label tags).
+    for (const Micro& m : micro)
+      if (m.labels.dim() != 1) result.correct = -1;
+    return result;
   }
 
-  StepResult finish_step(const torch::Tensor& loss_sum, std::int64_t total) {
+  // The last stage's loss of micro-batch `m` (its output in `s`), weighted by its share of the
+  // step's `total` samples; its sum and top-1 count added to the step's.
+  void last_stage_loss(Slot& s, const Micro& m, std::int64_t total, torch::Tensor& loss_sum, torch::Tensor& correct) {
+    auto y = m.labels.to(options_.device, /*non_blocking=*/true);
+    auto loss = classification_loss(s.output.to(torch::kFloat32), y, options_.label_smoothing);
+    const double share = static_cast<double>(m.size) / static_cast<double>(total);
+    s.loss = scaler_.scale(loss * share);
+    loss_sum += loss.detach() * static_cast<double>(m.size);
+    if (y.dim() == 1) correct += s.output.detach().argmax(1).eq(y).sum();
+  }
+
+  StepResult finish_step(const torch::Tensor& loss_sum, const torch::Tensor& correct, std::int64_t total) {
     const bool finite_here = scaler_.unscale(params_);
     auto square = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(options_.device));
     if (options_.clip_grad_norm > 0 && replica0_)  // the replicas hold the same (summed) gradients
       for (const auto& p : params_)
         if (p.grad().defined()) square += p.grad().to(torch::kFloat32).pow(2).sum();
-    auto agreed = torch::stack(
-        {loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()), square});
+    auto agreed =
+        torch::stack({loss_sum.to(torch::kFloat32), torch::full({}, finite_here ? 0.0F : 1.0F, square.options()),
+                      square, correct.to(torch::kFloat32)});
     std::vector<torch::Tensor> one{agreed};
     g_.all_reduce_sum(one);
     agreed = one[0].cpu();
@@ -371,6 +383,7 @@ class PipelineStep : public TrainStep {
     result.samples = total;
     result.skipped = !finite;
     result.loss = static_cast<double>(a[0]) / static_cast<double>(total);
+    result.correct = std::llround(static_cast<double>(a[3]));
     return result;
   }
 

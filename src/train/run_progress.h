@@ -34,6 +34,7 @@ struct EpochTally {
   std::int64_t step = 0;                            // steps into the epoch
   double loss_sum = 0;                              // over this session's steps of the epoch (finite losses)
   std::int64_t loss_samples = 0;                    // the samples of those steps
+  std::int64_t correct = 0, correct_samples = 0;    // top-1 over this session's steps (class-index targets)
   double step_seconds = 0;                          // this epoch's steps, with their agreement
   double comm_at_start = 0, gradient_at_start = 0;  // the collectives' and gradients' seconds before it
   Env::SteadyTime agreed_from{};                    // the current step's agreement began (step_seconds counts from it)

@@ -300,6 +300,10 @@ void Session::account(std::int64_t epoch, const StepResult& r) {
     epoch_.loss_sum += r.loss * static_cast<double>(r.samples);
     epoch_.loss_samples += r.samples;
   }
+  if (r.correct >= 0) {
+    epoch_.correct += r.correct;
+    epoch_.correct_samples += r.samples;
+  }
   log_->step(at_.step, horizon_->total_steps(), epoch, r, at_.lr);
   const std::int64_t planned = c_.epochs_auto() && horizon_->planned() ? horizon_->total_steps() : -1;
   // Before a time budget's plan its total is a placeholder: the points are spaced for one epoch.
@@ -365,7 +369,9 @@ void Session::add_multi_label_figures(const EvalResult& e) {
 }
 
 // The epoch's validation in the TensorBoard events, flushed.
-void Session::write_epoch_events(const EvalResult& e) {
+void Session::write_epoch_events(const EvalResult& e, double train_accuracy) {
+  if (std::isfinite(train_accuracy) && rank0() && run_->may_write(64, "the TensorBoard events"))
+    run_->event_scalar("train/accuracy", train_accuracy, at_.step);
   if (e.samples > 0 && rank0() && run_->may_write(128, "the TensorBoard events")) {
     run_->event_scalar("val/loss", e.loss, at_.step);
     run_->event_scalar("val/accuracy", e.accuracy, at_.step);
@@ -421,6 +427,11 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
   // mid-epoch), not the last step's, which varies with its batch.
   const double train_loss = epoch_.loss_samples > 0 ? epoch_.loss_sum / static_cast<double>(epoch_.loss_samples) : NAN;
+  // train_accuracy: top-1 over the same steps, in their forwards (training mode: dropout, batch
+  // statistics, augmented images), so it runs below what the weights score on the same images.
+  const double train_accuracy = epoch_.correct_samples > 0
+                                    ? static_cast<double>(epoch_.correct) / static_cast<double>(epoch_.correct_samples)
+                                    : NAN;
   at_.metrics = {{"epoch", epoch + 1},
                  {"step", at_.step},
                  {"train_loss", train_loss},
@@ -434,6 +445,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
                  {"eval_seconds", secs},
                  {"train_skipped", data_.train ? data_.train->skipped().counts : data_.skipped}};
   if (validating && e.multi_label) add_multi_label_figures(e);
+  if (std::isfinite(train_accuracy)) at_.metrics["train_accuracy"] = train_accuracy;
   if (!validating)
     for (const char* key : {"val_loss", "val_accuracy", "val_samples", "per_class"}) at_.metrics.erase(key);
   if (comm_->grouped()) {
@@ -446,7 +458,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   if (nlohmann::json figures = parallel_->epoch_figures(); !figures.is_null()) at_.metrics["pipeline"] = figures;
   log_->epoch(epoch, horizon_->epochs_to_show(epoch, at_.step), e);
   run_->append_epoch(at_.metrics);
-  write_epoch_events(e);
+  write_epoch_events(e, train_accuracy);
   checkpoint(epoch + 1, 0, epoch + 1, false);
   if (horizon_->update(at_.step, true))
     horizon_->agree(comm_->from_rank0(horizon_->total_steps()));  // the loop's end is rank 0's plan

@@ -88,7 +88,7 @@ class Session {
   bool validation_too_bad(std::int64_t epoch, std::int64_t position);
   std::pair<std::int64_t, std::int64_t> validation_bad_seen();
   void check_validation_up_front();
-  void write_epoch_events(const EvalResult& e);
+  void write_epoch_events(const EvalResult& e, double train_accuracy);  // accuracy NaN: not counted
   Checkpoint make_checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch) const;
   void checkpoint(std::int64_t epochs_done, std::int64_t position, std::int64_t loader_epoch, bool wait);
   void save(const Checkpoint& ckpt, bool wait);

@@ -112,6 +112,8 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   else
     optimizer_.zero_grad(/*set_to_none=*/true);
   auto loss_sum = torch::zeros({}, torch::TensorOptions().device(options_.device));
+  auto correct = torch::zeros({}, torch::TensorOptions().device(options_.device));  // top-1, summed like the loss
+  bool class_indices = true;
   const std::int64_t micro = options_.micro_batch;
   for (auto& [images, labels] : batches) {
     const std::int64_t n = images.size(0);
@@ -124,10 +126,10 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
       ++micro_steps_;
       auto x = prepare_batch(images.slice(0, start, end), options_);
       auto y = labels.slice(0, start, end).to(options_.device, /*non_blocking=*/true);
-      torch::Tensor loss;
+      torch::Tensor loss, logits;
       {
         AutocastGuard autocast(options_.device.type(), options_.amp);
-        auto logits = model_.forward(x).to(torch::kFloat32);
+        logits = model_.forward(x).to(torch::kFloat32);
         // An empty chunk's mean is 0/0: its backward only has to reach the collectives.
         loss = end > start ? classification_loss(logits, y, options_.label_smoothing) : logits.sum();
       }
@@ -135,6 +137,8 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
         scaler_.scale(loss).backward();
         continue;
       }
+      class_indices = class_indices && y.dim() == 1;
+      if (class_indices) correct += logits.detach().argmax(1).eq(y).sum();
       // Mean over the micro-batch, weighted by its share: the sum is the whole step's mean.
       double share = static_cast<double>(end - start) / static_cast<double>(total);
       scaler_.scale(loss * share).backward();
@@ -144,12 +148,14 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   StepResult result;
   result.samples = total;
   auto params = trainable();
-  if (reduce_gradients) reduce_gradients(params, {loss_sum});
+  if (reduce_gradients) reduce_gradients(params, {loss_sum, correct});
   bool finite = scaler_.unscale(params);
   if (finite) optimizer_step(optimizer_, params, options_.clip_grad_norm, before_optimizer_step);
   scaler_.update();
   result.skipped = !finite;
-  result.loss = loss_sum.item<double>() / static_cast<double>(total);
+  const torch::Tensor figures = torch::stack({loss_sum, correct}).cpu();  // one copy from the device
+  result.loss = figures[0].item<double>() / static_cast<double>(total);
+  if (class_indices) result.correct = std::llround(figures[1].item<double>());
   return result;
 }
 

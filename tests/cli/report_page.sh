@@ -106,8 +106,14 @@ try:
     assert not others, others
     assert d.execute_script("return document.scripts.length") == 0
     for id in ["chart-loss", "chart-accuracy", "chart-lr", "chart-speed", "chart-plan", "confusion-normalised",
-               "confusion-raw", "per-class-table", "disk", "environment", "sessions", "no-train-accuracy"]:
+               "confusion-raw", "per-class-table", "disk", "environment", "sessions"]:
         assert d.find_elements(By.ID, id), id
+    # Training accuracy beside validation's: the run counted it (metrics.jsonl's train_accuracy).
+    assert not d.find_elements(By.ID, "no-train-accuracy"), "the page says no training accuracy"
+    legend = d.find_element(By.CSS_SELECTOR, "#chart-accuracy .legend").text
+    assert "train accuracy (epoch mean)" in legend and "validation accuracy" in legend, legend
+    assert len(d.find_elements(By.CSS_SELECTOR, "#chart-accuracy polyline.series")) >= 2, "one accuracy line"
+    assert all(0 <= r["train_accuracy"] <= 1 for r in epochs), [r.get("train_accuracy") for r in epochs]
     assert d.find_elements(By.CSS_SELECTOR, "#chart-loss polyline.series"), "no loss curve"
     def points(css):
         return d.execute_script(

@@ -253,6 +253,19 @@ TEST(Report, MultiLabelRunShowsEachTagsApAndThreshold) {
   EXPECT_EQ(page.find("confusion-raw"), std::string::npos);
 }
 
+TEST(Report, TrainingAccuracyIsDrawnBesideValidationsWhenTheRunCountedIt) {
+  nlohmann::json doc = sample_doc();
+  doc["metrics"][0]["train_accuracy"] = 0.4;
+  doc["metrics"][1]["train_accuracy"] = 0.625;
+  const std::string page = render_report(doc);
+  const auto chart = page.find("id=\"chart-accuracy\"");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string accuracy = page.substr(chart, page.find("</figure>", chart) - chart);
+  EXPECT_NE(accuracy.find("train accuracy (epoch mean)"), std::string::npos);
+  EXPECT_NE(accuracy.find("validation accuracy"), std::string::npos);
+  EXPECT_EQ(page.find("Training accuracy is not recorded"), std::string::npos);
+}
+
 TEST(Report, FactsNameTheTrainingSkipsAndSayTrainingAccuracyIsNotRecorded) {
   nlohmann::json doc = sample_doc();
   doc["metrics"][1]["train_skipped"] = {{"undecodable", 2}, {"empty file", 1}};

@@ -72,7 +72,7 @@ class TrainStep {
 
   // Data-parallel: called once per optimizer step, after the last micro-batch's backward and
   // before unscaling: sums the parameters' gradients (undefined ones as zeros) and `extra` (the
-  // step's loss sum) over the processes, in place. Every process then unscales, checks for inf/NaN
+  // step's loss sum and top-1 count) over the processes, in place. Every process then unscales, checks for inf/NaN
   // and steps on the same gradients: one decision, taken alike everywhere.
   std::function<void(const std::vector<torch::Tensor>& params, std::vector<torch::Tensor> extra)> reduce_gradients;
   // Data-parallel: replaces zero_grad(set_to_none) before a step's first backward, e.g. with

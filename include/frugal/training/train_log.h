@@ -20,6 +20,9 @@ struct StepResult {
   std::int64_t samples = 0;
   bool skipped = false;  // inf/NaN gradients: no optimizer step
   bool oom_recovered = false;
+  // Top-1 right answers among the samples, counted in the step's own forwards (the model in
+  // training mode, before the step); -1 when the targets are not class indices (multi-label tags).
+  std::int64_t correct = -1;
 };
 
 // What one evaluation found (evaluate()).
