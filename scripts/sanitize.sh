@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The unit tests of the torch-free libraries under clang-14's sanitizers, run by `make test`
 # (scripts/test.sh) and on its own by `make sanitize`:
-#   build-asan/  ASan + UBSan (every error fatal) for util, archive, image, budget, dataset, run,
-#                weights;
+#   build-asan/  ASan + UBSan (every error fatal) for util, archive, image, budget, dataset,
+#                training, weights, report;
 #   build-tsan/  TSan for the suites whose code runs threads: the disk-budget watcher and the signal
 #                guard (budget), pack's and verify's hashing threads and the SHA-256 worker (archive),
 #                the progress line's redraw thread and the checkpoint writer's background worker
@@ -31,12 +31,12 @@ for kind in "${@:-asan tsan}"; do
       asan)
         dir=$ROOT/build-asan
         configure "$dir" "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-        targets="test_util test_archive test_image test_budget test_dataset test_training test_weights"
+        targets="test_util test_archive test_image test_budget test_dataset test_training test_weights test_report"
         # A test of a library built without exceptions-from-UBSan would pass a bad shift quietly:
         # every UBSan report ends the test (halt_on_error), as does every ASan one.
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
         export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-        filter='^test_(util|archive|image|budget|dataset|run|weights)$'
+        filter='^test_(util|archive|image|budget|dataset|training|weights|report)$'
         ;;
       tsan)
         dir=$ROOT/build-tsan

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang-tidy-14 with the repository's .clang-tidy (bugprone-*, functions of at most 60 lines) over
-# the torch-free code: src/{util,archive,image,checkpoint_files,budget,dataset,training,weights}/*.cpp
+# the torch-free code: src/{util,archive,image,checkpoint_files,budget,dataset,training,weights,report}/*.cpp
 # and frugal's own commands (tools/frugal/cmd_*.cpp, cli.cpp, main.cpp, commands.cpp). Its compile
 # database (one file per file, no LibTorch) is configured in build-tidy/; nothing is compiled.
 # Exits non-zero on any finding (.clang-tidy: WarningsAsErrors). Only the sources' own lines are
@@ -21,7 +21,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFRUGAL
   -DFRUGAL_UNITY_BUILD=OFF -DFRUGAL_TESTS=OFF -DFRUGAL_BENCH=OFF -DFRUGAL_FUZZ=OFF >"$BUILD/configure.log" 2>&1 ||
   { cat "$BUILD/configure.log" >&2; exit 1; }
 
-files='/src/(util|archive|image|checkpoint_files|budget|dataset|training|weights)/[^/]+\.cpp$'
+files='/src/(util|archive|image|checkpoint_files|budget|dataset|training|weights|report)/[^/]+\.cpp$'
 files+='|/tools/frugal/(cmd_[^/]+|cli|main|commands)\.cpp$'
 if [ $# -gt 0 ]; then
   # run-clang-tidy takes the files as regular expressions: those of the torch-free set that match $1.

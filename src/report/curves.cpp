@@ -191,7 +191,9 @@ void add(Chart& c, const std::string& name, Points p, const char* color, bool da
 }  // namespace
 
 std::string utc_time(double unix_seconds) {
-  if (!std::isfinite(unix_seconds)) return "-";
+  // A record's wall time is any double: past year 9999 (or NaN) it is no time at all, and the
+  // cast below would overflow (found by fuzz/report_fuzz.cpp).
+  if (!std::isfinite(unix_seconds) || std::abs(unix_seconds) > 253402300799.0) return "-";
   const auto t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);

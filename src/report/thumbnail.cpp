@@ -3,6 +3,7 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "frugal/image/image.h"
@@ -36,8 +37,9 @@ std::string thumbnail_data_uri(std::span<const std::uint8_t> bytes, int max_side
   const Image full = decode_image(bytes, o, where);
   const double scale = std::min(1.0, static_cast<double>(max_side) / std::max(full.width, full.height));
   Image small;
-  resize_bilinear(full, 0, 0, full.width, full.height, std::max(1, static_cast<int>(full.width * scale + 0.5)),
-                  std::max(1, static_cast<int>(full.height * scale + 0.5)), small);
+  const int width = std::max(1, static_cast<int>(std::lround(full.width * scale)));
+  const int height = std::max(1, static_cast<int>(std::lround(full.height * scale)));
+  resize_bilinear(full, 0, 0, full.width, full.height, width, height, small);
   std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitCompress(), tjDestroy);
   unsigned char* jpeg = nullptr;
   unsigned long size = 0;
