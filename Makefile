@@ -65,7 +65,7 @@ tidy:
 	@scripts/tidy.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-tsan build-archive build-archive.configure.log dist
+	rm -rf $(BUILD) $(BUILD).configure.log build-fuzz build-tidy build-asan build-asan.configure.log build-tsan build-tsan.configure.log build-archive build-archive.configure.log dist
 
 # The programs, the Python package and the libraries they need but torch's, in one wheel for
 # .venv's torch (scripts/make_wheel.sh): `pip install dist/frugal-*.whl` in seconds, no compiler.

@@ -17,11 +17,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-$(nproc)}
 command -v clang++-14 >/dev/null || { echo "sanitize.sh: clang++-14 not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
-configure() {  # configure DIR FLAGS
+# build-asan/ is configured by scripts/clang_asan.sh, shared with scripts/fuzz.sh.
+# shellcheck source=scripts/clang_asan.sh
+source "$ROOT/scripts/clang_asan.sh"
+configure_tsan() {  # configure_tsan DIR FLAGS
+  # Each test executable as one file (cmake/frugal.cmake, frugal_test): half of these builds' time.
   CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DFRUGAL_WITH_TORCH=OFF -DFRUGAL_TESTS=ON -DFRUGAL_BENCH=OFF -DFRUGAL_FUZZ=OFF -DFRUGAL_PARQUET=OFF \
-    -DCMAKE_C_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" -DCMAKE_EXE_LINKER_FLAGS="$2" >"$1.configure.log" 2>&1 ||
-    { cat "$1.configure.log" >&2; exit 1; }
+    -DFRUGAL_UNITY_BUILD=ON -DFRUGAL_WITH_TORCH=OFF -DFRUGAL_TESTS=ON -DFRUGAL_BENCH=OFF -DFRUGAL_FUZZ=OFF \
+    -DFRUGAL_PARQUET=OFF -DCMAKE_C_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" -DCMAKE_EXE_LINKER_FLAGS="$2" \
+    >"$1.configure.log" 2>&1 || { cat "$1.configure.log" >&2; exit 1; }
 }
 
 failed=0
@@ -29,8 +33,8 @@ for kind in "${@:-asan tsan}"; do
   for k in $kind; do
     case $k in
       asan)
-        dir=$ROOT/build-asan
-        configure "$dir" "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+        dir=$ASAN_BUILD
+        configure_asan
         targets="test_util test_archive test_image test_budget test_dataset test_training test_weights test_report"
         # A test of a library built without exceptions-from-UBSan would pass a bad shift quietly:
         # every UBSan report ends the test (halt_on_error), as does every ASan one.
@@ -40,7 +44,7 @@ for kind in "${@:-asan tsan}"; do
         ;;
       tsan)
         dir=$ROOT/build-tsan
-        configure "$dir" "-fsanitize=thread -fno-omit-frame-pointer"
+        configure_tsan "$dir" "-fsanitize=thread -fno-omit-frame-pointer"
         targets="test_budget test_archive test_util test_dataset"
         export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
         filter='^test_(budget|archive|util|dataset)$'
