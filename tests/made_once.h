@@ -12,14 +12,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-namespace frugal::testing {
+#include "test_files.h"
 
-// rm -rf: libtorch.so exports its own std::filesystem::remove_all, which crashes when it wins
-// symbol resolution in the torch test binaries.
-inline void remove_made(const std::filesystem::path& p) {
-  std::string cmd = "rm -rf '" + p.string() + "'";
-  if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not remove " << p;
-}
+namespace frugal::testing {
 
 // Files made once per build tree into `dir` by `make(tmp)` (again when `source` changes). CTest
 // runs tests in parallel processes, so the first one makes them under an exclusive lock beside
@@ -44,13 +39,13 @@ std::filesystem::path made_once(const std::filesystem::path& dir, const std::fil
     const fs::path tmp = dir.string() + ".tmp." + std::to_string(::getpid());
     if (make(tmp)) {
       std::ofstream(tmp / "done") << "ok\n";
-      if (fs::exists(dir)) remove_made(dir);
+      if (fs::exists(dir)) remove_tree(dir);
       fs::rename(tmp, dir, ec);
       if (ec) ADD_FAILURE() << "could not move " << tmp << " to " << dir << ": " << ec.message();
     } else {
       out.clear();
     }
-    if (fs::exists(tmp)) remove_made(tmp);
+    if (fs::exists(tmp)) remove_tree(tmp);
   }
   ::close(lock);  // releases the lock
   return out;

@@ -26,23 +26,19 @@
 #include "frugal/util/error.h"
 #include "frugal/util/fs.h"
 #include "frugal/archive/split.h"
+#include "byte_strings.h"
+#include "test_files.h"
 #include "zip_read_fixture.h"
 
 namespace frugal {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::be32;
 using testing::build_zip;
+using testing::fresh_dir;
 using testing::TestEntry;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("hardening_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-void write(const fs::path& p, const std::string& s) { testing::write(p, s); }
+using testing::write;
 
 template <class F>
 std::string expect_error(F f, ErrorKind kind) {
@@ -101,7 +97,7 @@ struct Set {
 
 Set split_set(const std::string& name) {
   Set s;
-  s.dir = fresh_dir(name);
+  s.dir = fresh_dir("hardening_" + name);
   s.parts = s.dir / "parts";
   fs::create_directories(s.parts);
   write(s.dir / "orig.bin", std::string(2500, 'x'));
@@ -168,7 +164,7 @@ TEST(Hardening, ManifestWithWrappingOrNegativeSizesIsRefused) {
 }
 
 TEST(Hardening, APartNumberTooLongForAnIntegerIsBadInputNotAnInternalError) {
-  auto dir = fresh_dir("part_number");
+  auto dir = fresh_dir("hardening_part_number");
   const fs::path p = dir / ("x.part" + std::string(30, '9'));
   write(p, "x");
   expect_error([&] { find_part_set(p); }, ErrorKind::invalid);
@@ -177,7 +173,7 @@ TEST(Hardening, APartNumberTooLongForAnIntegerIsBadInputNotAnInternalError) {
 // ---- 2. extract: wrapping sums and block-rounded disk budgets ----
 
 TEST(Hardening, ExtractSizesThatWrapAroundAreRefusedBeforeWriting) {
-  auto dir = fresh_dir("extract_wrap");
+  auto dir = fresh_dir("hardening_extract_wrap");
   const std::string zeros(50000, '\0');
   TestEntry big{"big.bin", zeros, true};
   TestEntry liar{"liar.bin", std::string(100, 'z'), true};
@@ -192,7 +188,7 @@ TEST(Hardening, ExtractSizesThatWrapAroundAreRefusedBeforeWriting) {
 }
 
 TEST(Hardening, ExtractDiskBudgetCountsBlocksNotDeclaredBytes) {
-  auto dir = fresh_dir("extract_blocks");
+  auto dir = fresh_dir("hardening_extract_blocks");
   std::vector<TestEntry> files;
   for (int i = 0; i < 300; ++i) files.push_back({"f/" + std::to_string(i), "x"});
   auto ar = Archive::open(memory_byte_source(build_zip(files), "small.zip"), "small.zip");
@@ -207,7 +203,7 @@ TEST(Hardening, ExtractDiskBudgetCountsBlocksNotDeclaredBytes) {
 // ---- 5. names that normalise to one path are duplicates ----
 
 TEST(Hardening, NamesThatNormaliseToOnePathAreDuplicates) {
-  auto dir = fresh_dir("dup_names");
+  auto dir = fresh_dir("hardening_dup_names");
   auto ar = Archive::open(
       memory_byte_source(build_zip({{"d/f", "one"}, {"d/./f", "two"}, {"d//f", "three"}}), "dup.zip"), "dup.zip");
   EXPECT_EQ(entry_problem(ar->entries()[0]), "");
@@ -224,7 +220,7 @@ TEST(Hardening, NamesThatNormaliseToOnePathAreDuplicates) {
 // ---- 6. split removes only parts it wrote ----
 
 TEST(Hardening, SplitDeletesNothingAStaleManifestNamesButItsOwnParts) {
-  auto dir = fresh_dir("split_stale");
+  auto dir = fresh_dir("hardening_split_stale");
   write(dir / "data.bin", std::string(3000, 'd'));
   write(dir / "keep.txt", "the user's file");
   write(dir / "data.bin.part0007", "a part of an older split");  // 24 bytes, named as split names parts
@@ -248,8 +244,6 @@ TEST(Hardening, SplitDeletesNothingAStaleManifestNamesButItsOwnParts) {
 
 // ---- 3. IDX: wrapping dimensions, gzip bombs ----
 
-std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
-
 std::string gzip(const std::string& data) {
   libdeflate_compressor* c = libdeflate_alloc_compressor(9);
   std::string out(libdeflate_gzip_compress_bound(c, data.size()), '\0');
@@ -259,14 +253,14 @@ std::string gzip(const std::string& data) {
 }
 
 TEST(Hardening, IdxDimensionsWhoseProductWrapsAreRefused) {
-  auto dir = fresh_dir("idx_wrap");
+  auto dir = fresh_dir("hardening_idx_wrap");
   // 2^22 * 2^22 * 2^20 = 2^64, which wraps to 0: a header-only file "matched" its declared size.
   write(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1u << 22) + be32(1u << 22) + be32(1u << 20));
   expect_error([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, ErrorKind::invalid);
 }
 
 TEST(Hardening, IdxGzipBombStopsAtTheDeclaredSize) {
-  auto dir = fresh_dir("idx_bomb");
+  auto dir = fresh_dir("hardening_idx_bomb");
   // A valid one-image header and its pixels, then 256 members of 1 MiB of zeros each (~1 KiB
   // compressed): 256 MiB more than the header declares.
   std::string file = gzip(be32(0x803) + be32(1) + be32(28) + be32(28) + std::string(784, '\7'));
@@ -303,7 +297,7 @@ TEST(Hardening, ALyingDeclaredSizeDoesNotAllocateIt) {
   std::cerr << "read: peak memory grew by " << grew_kb << " KiB\n";
 
   // verify on every thread inherits the bound.
-  auto dir = fresh_dir("lie_verify");
+  auto dir = fresh_dir("hardening_lie_verify");
   std::vector<TestEntry> many;
   for (int i = 0; i < 8; ++i) {
     many.push_back(e);
@@ -321,7 +315,7 @@ TEST(Hardening, ALyingDeclaredSizeDoesNotAllocateIt) {
 // ---- 8. a part truncated while mapped ----
 
 TEST(Hardening, APartTruncatedWhileMappedIsAnErrorNotSIGBUS) {
-  auto dir = fresh_dir("truncated_mapped");
+  auto dir = fresh_dir("hardening_truncated_mapped");
   std::string data(1 << 20, '\0');
   std::mt19937 rng(2);
   for (auto& c : data) c = static_cast<char>(rng());
@@ -414,7 +408,7 @@ TEST(Hardening, AnHonestHighRatioEntryStillInflates) {
 // The estimate must be close to what an ext4-like file system really allocates (st_blocks of the
 // files and folders written), within a quarter either way.
 TEST(Hardening, ExtractDiskCostIsCloseToWhatTheFileSystemAllocates) {
-  auto dir = fresh_dir("extract_du");
+  auto dir = fresh_dir("hardening_extract_du");
   std::vector<TestEntry> files;
   for (int i = 0; i < 500; ++i)
     files.push_back({"c" + std::to_string(i % 5) + "/img" + std::to_string(i) + ".bin", std::string(10 + i, 'q')});
@@ -444,7 +438,7 @@ fs::path sparse_file(const fs::path& p, const std::string& head, std::uint64_t s
 }
 
 TEST(Hardening, IdxRawFileLongerThanItsHeaderSaysIsRefusedUnread) {
-  auto dir = fresh_dir("idx_longer");
+  auto dir = fresh_dir("hardening_idx_longer");
   // One 28x28 image declared; the file is 512 MiB (sparse): it was read whole and copied (1 GiB).
   sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1) + be32(28) + be32(28), std::uint64_t{512} << 20);
   long grew_kb = 0;
@@ -456,7 +450,7 @@ TEST(Hardening, IdxRawFileLongerThanItsHeaderSaysIsRefusedUnread) {
 }
 
 TEST(Hardening, IdxHeaderDeclaringTwoBillionImagesInA1KBFileIsRefused) {
-  auto dir = fresh_dir("idx_2g");
+  auto dir = fresh_dir("hardening_idx_2g");
   sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(1u << 31) + be32(28) + be32(28), 1024);
   long grew_kb = 0;
   const int status = in_child([&] { read_idx_images(dir / "x-images-idx3-ubyte"); }, &grew_kb);
@@ -468,7 +462,7 @@ TEST(Hardening, IdxHeaderDeclaringTwoBillionImagesInA1KBFileIsRefused) {
 }
 
 TEST(Hardening, IdxDataAboveTheCapIsRefusedBeforeItIsRead) {
-  auto dir = fresh_dir("idx_cap");
+  auto dir = fresh_dir("hardening_idx_cap");
   // An honest header: 300 images of 1024x1024 in a file of exactly that size (300 MiB + 16, sparse).
   const auto path = sparse_file(dir / "x-images-idx3-ubyte", be32(0x803) + be32(300) + be32(1024) + be32(1024),
                                 (std::uint64_t{300} << 20) + 16);
@@ -488,7 +482,7 @@ TEST(Hardening, IdxDataAboveTheCapIsRefusedBeforeItIsRead) {
 }
 
 TEST(Hardening, PackCopiesALargeFileInPiecesNotWhole) {
-  auto dir = fresh_dir("pack_large");
+  auto dir = fresh_dir("hardening_pack_large");
   fs::create_directories(dir / "src" / "a");
   write(dir / "src" / "a" / "small.txt", "hello");
   // 600 MiB (sparse): read whole, then deflated into a second buffer of the same bound (1.2 GB).

@@ -24,6 +24,7 @@ namespace frugal {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::names_of;
 
 constexpr uid_t kNobody = 65534;
 
@@ -37,12 +38,6 @@ std::string class_tar(std::size_t n, const std::string& extra_name = "") {
   }
   if (!extra_name.empty()) t += testing::tar_file(extra_name, "extra");
   return t + testing::tar_end();
-}
-
-std::vector<std::string> names_of(const Archive& a) {
-  std::vector<std::string> out;
-  for (const auto& e : a.entries()) out.push_back(e.name);
-  return out;
 }
 
 bool has_note(const std::vector<std::string>& notes, const std::string& part) {

@@ -8,11 +8,14 @@
 #include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
 #include "frugal/archive/split.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 
 namespace {
+using frugal::testing::write;
+
 struct Interrupted {};
 
 struct SplitSet {
@@ -20,8 +23,6 @@ struct SplitSet {
   std::string data;
   SplitResult split;
 };
-
-void write(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
 
 // 4 parts: 3 of 1000 bytes and one of 500.
 SplitSet make_set(const std::string& name) {

@@ -3,23 +3,18 @@
 #include <fstream>
 
 #include "archive/mnist_idx.h"
+#include "byte_strings.h"
 #include "frugal/util/error.h"
 #include "frugal/image/image.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("idx_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string be32(std::uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
-
-void write(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+using frugal::testing::be32;
+using frugal::testing::fresh_dir;
+using frugal::testing::write;
 
 // 3 images of 2x3 pixels, pixel value = 10 * image + position; labels 2, 0, 1.
 void write_tiny_set(const fs::path& dir, const std::string& set) {
@@ -32,7 +27,7 @@ void write_tiny_set(const fs::path& dir, const std::string& set) {
 }  // namespace
 
 TEST(Idx, ReadsImagesAndLabels) {
-  auto dir = fresh_dir("read");
+  auto dir = fresh_dir("idx_read");
   write_tiny_set(dir, "train");
   IdxImages img = read_idx_images(dir / "train-images-idx3-ubyte");
   EXPECT_EQ(img.count, 3u);
@@ -44,7 +39,7 @@ TEST(Idx, ReadsImagesAndLabels) {
 }
 
 TEST(Idx, GzippedFilesReadLikeRawOnes) {
-  auto dir = fresh_dir("gz");
+  auto dir = fresh_dir("idx_gz");
   write_tiny_set(dir, "t10k");
   auto raw = read_idx_images(dir / "t10k-images-idx3-ubyte").pixels;
   ASSERT_EQ(std::system(("gzip -kn " + (dir / "t10k-images-idx3-ubyte").string()).c_str()), 0);
@@ -52,7 +47,7 @@ TEST(Idx, GzippedFilesReadLikeRawOnes) {
 }
 
 TEST(Idx, TruncatedFileIsRejected) {
-  auto dir = fresh_dir("trunc");
+  auto dir = fresh_dir("idx_trunc");
   write(dir / "x-images-idx3-ubyte", be32(0x803) + be32(3) + be32(2) + be32(3) + "short");
   EXPECT_THROW(read_idx_images(dir / "x-images-idx3-ubyte"), Error);
   write(dir / "y-images-idx3-ubyte", "PK\x03\x04 not idx at all");
@@ -60,7 +55,7 @@ TEST(Idx, TruncatedFileIsRejected) {
 }
 
 TEST(Idx, LabelsAreFoundBesideTheImagesFile) {
-  auto dir = fresh_dir("find");
+  auto dir = fresh_dir("idx_find");
   write_tiny_set(dir, "train");
   IdxSet s = find_idx_set(dir / "train-images-idx3-ubyte", "");
   EXPECT_EQ(s.name, "train");
@@ -68,7 +63,7 @@ TEST(Idx, LabelsAreFoundBesideTheImagesFile) {
 }
 
 TEST(Idx, FolderWithTwoSetsNeedsAChoice) {
-  auto dir = fresh_dir("two");
+  auto dir = fresh_dir("idx_two");
   write_tiny_set(dir, "train");
   write_tiny_set(dir, "t10k");
   try {

@@ -11,47 +11,42 @@
 #include "frugal/image/image.h"
 #include "frugal/archive/pack.h"
 #include "frugal/archive/split.h"
+#include "reference_python.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("pack_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using frugal::testing::fresh_dir;
+using frugal::testing::venv_python_or_python3;
 
-void write(const fs::path& p, const std::string& s) {
+// `s` as the whole of file `p`, its folders made first.
+void write_making_dirs(const fs::path& p, const std::string& s) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << s;
-}
-
-std::string python() {
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv" / "bin" / "python";
-  return fs::exists(venv) ? venv.string() : "python3";
 }
 
 // Runs a Python snippet with the zip as sys.argv[1]; 0 when it exits 0.
 int py(const std::string& code, const fs::path& zip) {
   fs::path script = zip.string() + ".check.py";
-  write(script, "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\n" + code);
-  return std::system((python() + " " + script.string() + " " + zip.string()).c_str());
+  write_making_dirs(script,
+                    "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nassert z.testzip() is None\n" + code);
+  return std::system((venv_python_or_python3() + " " + script.string() + " " + zip.string()).c_str());
 }
 
 void make_folder_dataset(const fs::path& src) {
   std::uint8_t px[4] = {1, 2, 3, 4};
   auto png = encode_png(px, 2, 2, 1);
-  write(src / "cat" / "b.png", std::string(png.begin(), png.end()));
-  write(src / "cat" / "a.txt", std::string(4000, 'x'));
-  write(src / "dog" / "c.jpg", "\xff\xd8\xff\xe0" + std::string(100, 'j'));
-  write(src / "dog" / "sub" / "d.bmp", "BM" + std::string(3000, '\0'));
+  write_making_dirs(src / "cat" / "b.png", std::string(png.begin(), png.end()));
+  write_making_dirs(src / "cat" / "a.txt", std::string(4000, 'x'));
+  write_making_dirs(src / "dog" / "c.jpg", "\xff\xd8\xff\xe0" + std::string(100, 'j'));
+  write_making_dirs(src / "dog" / "sub" / "d.bmp", "BM" + std::string(3000, '\0'));
 }
 }  // namespace
 
 TEST(Pack, FolderStoresImagesDeflatesTheRestInSortedOrder) {
-  auto dir = fresh_dir("folder");
+  auto dir = fresh_dir("pack_folder");
   make_folder_dataset(dir / "src");
   PackOptions o;
   o.output = dir / "out.zip";
@@ -70,7 +65,7 @@ TEST(Pack, FolderStoresImagesDeflatesTheRestInSortedOrder) {
 }
 
 TEST(Pack, SameFolderGivesTheSameZip) {
-  auto dir = fresh_dir("determinism");
+  auto dir = fresh_dir("pack_determinism");
   make_folder_dataset(dir / "src");
   PackOptions o;
   o.output = dir / "1.zip";
@@ -83,7 +78,7 @@ TEST(Pack, SameFolderGivesTheSameZip) {
 }
 
 TEST(Pack, RootPrefixesEveryName) {
-  auto dir = fresh_dir("root");
+  auto dir = fresh_dir("pack_root");
   make_folder_dataset(dir / "src");
   PackOptions o;
   o.output = dir / "out.zip";
@@ -93,7 +88,7 @@ TEST(Pack, RootPrefixesEveryName) {
 }
 
 TEST(Pack, SplitWritesOnlyPartsAndAManifestOfTheSameZip) {
-  auto dir = fresh_dir("split");
+  auto dir = fresh_dir("pack_split");
   make_folder_dataset(dir / "src");
   PackOptions o;
   o.output = dir / "whole.zip";
@@ -115,13 +110,14 @@ TEST(Pack, SplitWritesOnlyPartsAndAManifestOfTheSameZip) {
 }
 
 TEST(Pack, IdxBecomesPngsInClassFolders) {
-  auto dir = fresh_dir("idx");
+  auto dir = fresh_dir("pack_idx");
   auto be32 = [](std::uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
   std::string img = be32(0x803) + be32(5) + be32(2) + be32(3);
   for (int i = 0; i < 5; ++i)
     for (int p = 0; p < 6; ++p) img += char(40 * i + p);
-  write(dir / "idx" / "train-images-idx3-ubyte", img);
-  write(dir / "idx" / "train-labels-idx1-ubyte", be32(0x801) + be32(5) + std::string("\x01\x00\x02\x01\x01", 5));
+  write_making_dirs(dir / "idx" / "train-images-idx3-ubyte", img);
+  write_making_dirs(dir / "idx" / "train-labels-idx1-ubyte",
+                    be32(0x801) + be32(5) + std::string("\x01\x00\x02\x01\x01", 5));
   PackOptions o;
   o.output = dir / "out.zip";
   o.class_names = {"zero", "one", "two"};
@@ -143,10 +139,10 @@ TEST(Pack, IdxBecomesPngsInClassFolders) {
 }
 
 TEST(Pack, TooFewClassNamesIsAUsageError) {
-  auto dir = fresh_dir("names");
+  auto dir = fresh_dir("pack_names");
   auto be32 = [](std::uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
-  write(dir / "a-images-idx3-ubyte", be32(0x803) + be32(1) + be32(1) + be32(1) + "x");
-  write(dir / "a-labels-idx1-ubyte", be32(0x801) + be32(1) + "\x03");
+  write_making_dirs(dir / "a-images-idx3-ubyte", be32(0x803) + be32(1) + be32(1) + be32(1) + "x");
+  write_making_dirs(dir / "a-labels-idx1-ubyte", be32(0x801) + be32(1) + "\x03");
   PackOptions o;
   o.output = dir / "out.zip";
   o.class_names = {"a", "b"};
@@ -160,7 +156,7 @@ TEST(Pack, TooFewClassNamesIsAUsageError) {
 }
 
 TEST(Pack, RootThatWouldEscapeTheTargetIsRefused) {
-  auto dir = fresh_dir("bad_root");
+  auto dir = fresh_dir("pack_bad_root");
   make_folder_dataset(dir / "src");
   for (std::string root : {"../up", "/abs", "a/../../b"}) {
     PackOptions o;
@@ -177,10 +173,10 @@ TEST(Pack, RootThatWouldEscapeTheTargetIsRefused) {
 }
 
 TEST(Pack, UnfinishedFilesInTheFolderAreNeverPacked) {
-  auto dir = fresh_dir("unfinished");
+  auto dir = fresh_dir("pack_unfinished");
   make_folder_dataset(dir / "src");
-  write(dir / "src" / "cat" / "e.png.frugal-tmp-0123456789ab", "a killed extract's file");
-  write(dir / "src" / "dog" / "big.zip.frugal-join", "an interrupted join");
+  write_making_dirs(dir / "src" / "cat" / "e.png.frugal-tmp-0123456789ab", "a killed extract's file");
+  write_making_dirs(dir / "src" / "dog" / "big.zip.frugal-join", "an interrupted join");
   PackOptions o;
   o.output = dir / "out.zip";
   PackResult r = pack(dir / "src", o);
@@ -190,11 +186,11 @@ TEST(Pack, UnfinishedFilesInTheFolderAreNeverPacked) {
 }
 
 TEST(Pack, AbandonedTemporariesOfAnInterruptedPackOfTheOutputAreRemoved) {
-  auto dir = fresh_dir("leftovers");
+  auto dir = fresh_dir("pack_leftovers");
   make_folder_dataset(dir / "src");
-  write(dir / "out" / "data.zip.frugal-tmp-0123456789ab", std::string(5000, 'z'));  // pack killed
-  write(dir / "out" / "set.zip.part0000.frugal-tmp-0123456789ab", std::string(5000, 'z'));
-  write(dir / "out" / "notes.txt.frugal-tmp-0123456789ab", "someone else's");
+  write_making_dirs(dir / "out" / "data.zip.frugal-tmp-0123456789ab", std::string(5000, 'z'));  // pack killed
+  write_making_dirs(dir / "out" / "set.zip.part0000.frugal-tmp-0123456789ab", std::string(5000, 'z'));
+  write_making_dirs(dir / "out" / "notes.txt.frugal-tmp-0123456789ab", "someone else's");
   PackOptions o;
   o.output = dir / "out" / "data.zip";
   EXPECT_EQ(pack(dir / "src", o).temporaries_removed, 1u);

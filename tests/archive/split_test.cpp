@@ -11,17 +11,14 @@
 #include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
 #include "frugal/archive/split.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 
 namespace {
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / ("split_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using frugal::testing::fresh_dir;
+using frugal::testing::write;
 
 std::string random_bytes(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -29,8 +26,6 @@ std::string random_bytes(std::size_t n, unsigned seed) {
   for (auto& c : s) c = static_cast<char>(rng());
   return s;
 }
-
-void write(const fs::path& p, const std::string& data) { std::ofstream(p, std::ios::binary) << data; }
 
 SplitOptions opts(std::uint64_t size, fs::path out = {}) {
   SplitOptions o;
@@ -42,7 +37,7 @@ SplitOptions opts(std::uint64_t size, fs::path out = {}) {
 }  // namespace
 
 TEST(Split, PartsHoldConsecutiveSlicesWithTheirSums) {
-  auto dir = fresh_dir("slices");
+  auto dir = fresh_dir("split_slices");
   std::string data = random_bytes(25000, 1);
   write(dir / "data.bin", data);
   SplitResult r = split_file(dir / "data.bin", opts(10000, dir / "out"));
@@ -63,7 +58,7 @@ TEST(Split, PartsHoldConsecutiveSlicesWithTheirSums) {
 }
 
 TEST(Split, PartsGoBesideTheFileByDefault) {
-  auto dir = fresh_dir("beside");
+  auto dir = fresh_dir("split_beside");
   write(dir / "f", random_bytes(100, 2));
   SplitResult r = split_file(dir / "f", opts(1000));
   EXPECT_EQ(r.manifest, dir / "f.manifest.json");
@@ -72,7 +67,7 @@ TEST(Split, PartsGoBesideTheFileByDefault) {
 }
 
 TEST(Split, EmptyFileGetsOneEmptyPart) {
-  auto dir = fresh_dir("empty");
+  auto dir = fresh_dir("split_empty");
   write(dir / "e", "");
   SplitResult r = split_file(dir / "e", opts(1000));
   ASSERT_EQ(r.parts.size(), 1u);
@@ -83,7 +78,7 @@ TEST(Split, EmptyFileGetsOneEmptyPart) {
 // Split asks for 4 digits and more when the count needs them; 10,001 real parts would make a slow
 // test, so the writer is given 1 digit and 12 parts to show the widening.
 TEST(Split, MorePartsThanTheDigitsAllowGetWiderNumbers) {
-  auto dir = fresh_dir("digits");
+  auto dir = fresh_dir("split_digits");
   PartWriter w(dir, "f", 1, 1, false);
   w.write("abcdefghijkl", 12);
   SplitManifest m = w.finish(dir / "f.manifest.json");
@@ -96,7 +91,7 @@ TEST(Split, MorePartsThanTheDigitsAllowGetWiderNumbers) {
 }
 
 TEST(Split, SplittingAgainRemovesPartsTheNewSetDoesNotUse) {
-  auto dir = fresh_dir("again");
+  auto dir = fresh_dir("split_again");
   write(dir / "f", random_bytes(3000, 4));
   split_file(dir / "f", opts(1000));
   ASSERT_TRUE(fs::exists(dir / "f.part0002"));
@@ -106,14 +101,14 @@ TEST(Split, SplittingAgainRemovesPartsTheNewSetDoesNotUse) {
 }
 
 TEST(Split, NoTemporaryFilesRemain) {
-  auto dir = fresh_dir("temps");
+  auto dir = fresh_dir("split_temps");
   write(dir / "f", random_bytes(5000, 5));
   split_file(dir / "f", opts(1000));
   for (const auto& e : fs::directory_iterator(dir)) EXPECT_FALSE(is_temp_path(e.path())) << e.path();
 }
 
 TEST(Split, ZeroSizeIsAUsageError) {
-  auto dir = fresh_dir("zero");
+  auto dir = fresh_dir("split_zero");
   write(dir / "f", "abc");
   try {
     split_file(dir / "f", opts(0));
@@ -126,7 +121,7 @@ TEST(Split, ZeroSizeIsAUsageError) {
 // 20 MiB in 7 MiB parts: parts straddle the writer's 8 MiB buffers, and the whole-file digest,
 // computed on its own thread, must equal the plain one-pass digest.
 TEST(Split, PartsAndDigestsHoldAcrossBufferBoundaries) {
-  auto dir = fresh_dir("buffers");
+  auto dir = fresh_dir("split_buffers");
   std::string data = random_bytes(20u << 20, 6);
   write(dir / "big", data);
   SplitResult r = split_file(dir / "big", opts(7u << 20));
@@ -143,7 +138,7 @@ TEST(Split, PartsAndDigestsHoldAcrossBufferBoundaries) {
 }
 
 TEST(Split, UnfinishedPartWriterLeavesNothingBehind) {
-  auto dir = fresh_dir("unfinished");
+  auto dir = fresh_dir("split_unfinished");
   {
     PartWriter w(dir, "x.zip", 1u << 20, 4, false);
     std::string data = random_bytes(1000, 8);
@@ -158,7 +153,7 @@ TEST(Split, UnfinishedPartWriterLeavesNothingBehind) {
 // The part being written is a temporary that `frugal clean` and the trainer's disk budget may meet
 // while `split`/`pack` runs: its writer's lock (fs.h) must mark it as owned, never abandoned.
 TEST(Split, ThePartBeingWrittenIsOwnedNotSweepable) {
-  auto dir = fresh_dir("owned");
+  auto dir = fresh_dir("split_owned");
   PartWriter w(dir, "x.zip", 32u << 20, 4, false);
   std::string data = random_bytes((9u << 20) + 7, 10);  // past the 8 MiB write buffer, inside part 0
   w.write(data.data(), data.size());
@@ -173,7 +168,7 @@ TEST(Split, ThePartBeingWrittenIsOwnedNotSweepable) {
 }
 
 TEST(Split, AbandonedTemporariesOfAnInterruptedSplitOfTheFileAreRemoved) {
-  auto dir = fresh_dir("leftovers");
+  auto dir = fresh_dir("split_leftovers");
   write(dir / "data.bin", random_bytes(2500, 5));
   write(dir / "data.bin.part0001.frugal-tmp-0123456789ab", std::string(1000, 'x'));  // its writer was killed
   write(dir / "data.bin.manifest.json.frugal-tmp-0123456789ab", "{");
@@ -189,7 +184,7 @@ TEST(Split, AbandonedTemporariesOfAnInterruptedSplitOfTheFileAreRemoved) {
 }
 
 TEST(Split, ANameTooLongForItsPartsIsRefusedBeforeAnythingIsWritten) {
-  auto dir = fresh_dir("long_name");
+  auto dir = fresh_dir("split_long_name");
   const std::string name(245, 'n');  // + ".manifest.json" = 259 bytes
   write(dir / name, "abc");
   try {
@@ -212,7 +207,7 @@ TEST(Split, ANameTooLongForItsPartsIsRefusedBeforeAnythingIsWritten) {
 
 // File names are bytes: a Latin-1 name is not UTF-8, and JSON holds only UTF-8.
 TEST(Split, ANameThatIsNotUtf8SurvivesTheManifestExactly) {
-  auto dir = fresh_dir("latin1");
+  auto dir = fresh_dir("split_latin1");
   const std::string name = "d\xe9.zip";
   const std::string data = random_bytes(2500, 9);
   write(dir / name, data);

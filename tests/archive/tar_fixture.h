@@ -14,16 +14,11 @@
 #include <vector>
 
 #include "frugal/archive/archive.h"
+#include "reference_python.h"
 
 namespace frugal::testing {
 
 // ---- Python ----
-inline std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON"); p && *p) return p;
-  const std::filesystem::path venv = std::filesystem::path(FRUGAL_SOURCE_DIR) / ".venv" / "bin" / "python";
-  return std::filesystem::exists(venv) ? venv.string() : "python3";
-}
-
 inline std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -36,7 +31,7 @@ inline std::optional<std::string> run_python(const std::string& code, const std:
                                              const std::filesystem::path& dir) {
   const std::filesystem::path script = dir / "script.py";
   std::ofstream(script) << code;
-  std::string cmd = python() + " " + shell_quote(script.string());
+  std::string cmd = python_or_python3() + " " + shell_quote(script.string());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
@@ -52,12 +47,19 @@ inline std::optional<std::string> run_python(const std::string& code, const std:
 // Skips the test when Python lacks a module (a machine without .venv's packages).
 #define FRUGAL_NEED_PYTHON_MODULE(module)                                                                           \
   do {                                                                                                              \
-    if (std::system((frugal::testing::python() +                                                                    \
+    if (std::system((frugal::testing::python_or_python3() +                                                         \
                      " -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(\"" module "\") is None)'" \
                      " >/dev/null 2>&1")                                                                            \
                         .c_str()) != 0)                                                                             \
       GTEST_SKIP() << "python module " module " is not installed (scripts/setup.sh installs it)";                   \
   } while (0)
+
+// The names of an archive's entries, in its order.
+inline std::vector<std::string> names_of(const Archive& a) {
+  std::vector<std::string> out;
+  for (const auto& e : a.entries()) out.push_back(e.name);
+  return out;
+}
 
 inline std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

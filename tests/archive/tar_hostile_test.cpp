@@ -23,7 +23,7 @@ std::unique_ptr<Archive> open_tar(const std::string& bytes) {
 }
 
 template <class F>
-void expect_error(F f, ErrorKind kind, const std::string& text) {
+void expect_bad_tar_error(F f, ErrorKind kind, const std::string& text) {
   try {
     f();
     FAIL() << "expected an error containing '" << text << "'";
@@ -35,7 +35,7 @@ void expect_error(F f, ErrorKind kind, const std::string& text) {
 }
 
 void expect_refused(const std::string& bytes, const std::string& text) {
-  expect_error([&] { open_tar(bytes); }, ErrorKind::invalid, text);
+  expect_bad_tar_error([&] { open_tar(bytes); }, ErrorKind::invalid, text);
 }
 
 std::string read_string(const Archive& a, const std::string& name) {
@@ -52,7 +52,7 @@ TEST(TarHostile, UnsafeNamesAreListedWithTheirProblemAndNeverExtracted) {
   EXPECT_EQ(entry_problem(*a, 2), "");
   ExtractOptions x;
   x.dir = testing::temp_dir("tar-hostile-extract");
-  expect_error([&] { extract(*a, x); }, ErrorKind::invalid, "..");
+  expect_bad_tar_error([&] { extract(*a, x); }, ErrorKind::invalid, "..");
   EXPECT_TRUE(std::filesystem::is_empty(x.dir));
   std::filesystem::remove_all(x.dir);
 }
@@ -196,7 +196,7 @@ TEST(TarHostile, SparseAndUnknownMembersAreSkippedExactlyAndNotRead) {
   EXPECT_EQ(a->entries()[0].special, SpecialMember::sparse);
   EXPECT_EQ(a->entries()[1].special, SpecialMember::other);
   EXPECT_EQ(read_string(*a, "after"), "ok");
-  expect_error([&] { a->read(0); }, ErrorKind::unsupported, "sparse");
+  expect_bad_tar_error([&] { a->read(0); }, ErrorKind::unsupported, "sparse");
   // PAX's GNU.sparse keys make a member sparse too.
   TarHeader x{"pax", 'x'};
   auto b = open_tar(tar_member(x, pax_record("GNU.sparse.major", "1") + pax_record("GNU.sparse.name", "real.img")) +
@@ -233,7 +233,7 @@ TEST(TarHostile, DuplicateNamesAreMarkedAndRefusedForTraining) {
   auto a = open_tar(tar_file("a.txt", "old") + tar_file("./a.txt", "new") + tar_end());
   ASSERT_EQ(a->entries().size(), 2u);
   EXPECT_TRUE(a->entries()[1].duplicate_name);
-  expect_error([&] { refuse_duplicate_names(*a); }, ErrorKind::invalid, "same path");
+  expect_bad_tar_error([&] { refuse_duplicate_names(*a); }, ErrorKind::invalid, "same path");
 }
 
 TEST(TarHostile, MemoryIsBoundedByTheFileNotByWhatHeadersDeclare) {

@@ -20,6 +20,7 @@ namespace frugal {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::names_of;
 using testing::run_python;
 
 // Writes gnu.tar, pax.tar, ustar.tar, dot.tar (names "./..."), then prints what tarfile reads back
@@ -223,12 +224,6 @@ std::string many_member_tar(std::size_t n, std::size_t first = 0) {
   std::string t;
   for (std::size_t i = first; i < first + n; ++i) t += testing::tar_file(member_name(i), member_name(i));
   return t + testing::tar_end();
-}
-
-std::vector<std::string> names_of(const Archive& a) {
-  std::vector<std::string> out;
-  for (const auto& e : a.entries()) out.push_back(e.name);
-  return out;
 }
 
 std::vector<fs::path> cache_files(const fs::path& dir) {

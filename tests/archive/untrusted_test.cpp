@@ -12,7 +12,7 @@ namespace {
 using testing::build_zip;
 using testing::TestEntry;
 
-std::unique_ptr<Archive> open_memory(const std::string& zip) {
+std::unique_ptr<Archive> open_bad_zip(const std::string& zip) {
   return Archive::open(memory_byte_source(zip, "bad.zip"), "bad.zip");
 }
 
@@ -31,18 +31,18 @@ void expect_error(F f, ErrorKind kind, const std::string& text) {
 TEST(Untrusted, TruncatedArchiveIsRejected) {
   const std::string zip = build_zip({{"a", std::string(500, 'a')}, {"b", "bb"}});
   for (std::size_t cut : {zip.size() - 1, zip.size() - 30, std::size_t{100}, std::size_t{10}})
-    expect_error([&] { open_memory(zip.substr(0, cut)); }, ErrorKind::invalid, "bad.zip");
+    expect_error([&] { open_bad_zip(zip.substr(0, cut)); }, ErrorKind::invalid, "bad.zip");
 }
 
 TEST(Untrusted, MissingEndRecordIsRejected) {
-  expect_error([] { open_memory(std::string(5000, 'z')); }, ErrorKind::invalid, "end-of-central-directory");
+  expect_error([] { open_bad_zip(std::string(5000, 'z')); }, ErrorKind::invalid, "end-of-central-directory");
 }
 
 TEST(Untrusted, InconsistentEndRecordIsRejected) {
   std::string zip = build_zip({{"a", "hello"}});
   zip[zip.size() - 22 + 10] = 9;  // 9 entries claimed
   zip[zip.size() - 22 + 8] = 9;
-  expect_error([&] { open_memory(zip); }, ErrorKind::invalid, "bad.zip");
+  expect_error([&] { open_bad_zip(zip); }, ErrorKind::invalid, "bad.zip");
 }
 
 TEST(Untrusted, OverlappingEntriesAreRejectedAtOpen) {
@@ -51,13 +51,13 @@ TEST(Untrusted, OverlappingEntriesAreRejectedAtOpen) {
   TestEntry b = a;
   b.name = "b";
   b.offset = 0;
-  expect_error([&] { open_memory(build_zip({a, b})); }, ErrorKind::invalid, "overlap");
+  expect_error([&] { open_bad_zip(build_zip({a, b})); }, ErrorKind::invalid, "overlap");
 }
 
 TEST(Untrusted, DataRunningIntoTheNextEntryIsRefusedOnRead) {
   std::string zip = build_zip({{"a", "aaaa"}, {"b", "bbbb"}});
   zip[28] = 40;  // a's local extra length: its data would start inside b's header
-  auto ar = open_memory(zip);
+  auto ar = open_bad_zip(zip);
   EXPECT_EQ(ar->read(1), testing::bytes("bbbb"));
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "next entry");
 }
@@ -65,35 +65,35 @@ TEST(Untrusted, DataRunningIntoTheNextEntryIsRefusedOnRead) {
 TEST(Untrusted, CrcMismatchIsRefusedOnRead) {
   TestEntry a{"a", "hello", true};
   a.crc = 0x12345678;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "CRC-32 12345678");
 }
 
 TEST(Untrusted, LyingSmallSizeStopsInflationAtTheDeclaredSize) {
   TestEntry a{"a", std::string(100000, 'z'), true};
   a.size = 1000;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "more when inflated");
 }
 
 TEST(Untrusted, LyingLargeSizeIsASizeMismatch) {
   TestEntry a{"a", std::string(10000, 'z'), true};
   a.size = 20000;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "10000 bytes");
 }
 
 TEST(Untrusted, DeclaredSizeBeyondWhatDeflateCanReachIsRefusedBeforeAllocating) {
   TestEntry a{"a", "tiny", true};
   a.size = 0xfffffff0u;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "header lies");
 }
 
 TEST(Untrusted, EncryptedEntryIsListedButRefused) {
   TestEntry a{"secret", "xxxx"};
   a.flags = 1;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   EXPECT_TRUE(ar->entries()[0].encrypted);
   EXPECT_EQ(entry_problem(ar->entries()[0]), "encrypted entry");
   expect_error([&] { ar->read(0); }, ErrorKind::unsupported, "encrypted");
@@ -102,7 +102,7 @@ TEST(Untrusted, EncryptedEntryIsListedButRefused) {
 TEST(Untrusted, OtherMethodsAreListedButRefusedOnRead) {
   TestEntry a{"b.bz2", "BZh9...."};
   a.method_override = 12;
-  auto ar = open_memory(build_zip({a}));
+  auto ar = open_bad_zip(build_zip({a}));
   EXPECT_EQ(method_name(ar->entries()[0].method), "bzip2");
   expect_error([&] { ar->read(0); }, ErrorKind::unsupported, "bzip2");
 }
@@ -110,14 +110,14 @@ TEST(Untrusted, OtherMethodsAreListedButRefusedOnRead) {
 TEST(Untrusted, UnsafeNamesAreListedWithTheirProblem) {
   TestEntry link{"link", "/etc/passwd"};
   link.external_attr = 0120777u << 16;
-  auto ar = open_memory(build_zip({{"../evil", "x"},
-                                   {"/abs", "x"},
-                                   {"a\\b", "x"},
-                                   {"C:x", "x"},
-                                   {std::string("nul\0byte", 8), "x"},
-                                   {"ok/../../up", "x"},
-                                   link,
-                                   {"fine/name.txt", "x"}}));
+  auto ar = open_bad_zip(build_zip({{"../evil", "x"},
+                                    {"/abs", "x"},
+                                    {"a\\b", "x"},
+                                    {"C:x", "x"},
+                                    {std::string("nul\0byte", 8), "x"},
+                                    {"ok/../../up", "x"},
+                                    link,
+                                    {"fine/name.txt", "x"}}));
   const auto& e = ar->entries();
   ASSERT_EQ(e.size(), 8u);
   EXPECT_NE(entry_problem(e[0]).find(".."), std::string::npos);
@@ -134,7 +134,7 @@ TEST(Untrusted, UnsafeNamesAreListedWithTheirProblem) {
 TEST(Untrusted, LocalNameDifferentFromCentralNameIsRefused) {
   std::string zip = build_zip({{"good", "data"}});
   zip[30] = 'e';  // local header's name "good" -> "eood"
-  auto ar = open_memory(zip);
+  auto ar = open_bad_zip(zip);
   expect_error([&] { ar->read(0); }, ErrorKind::invalid, "same name");
 }
 

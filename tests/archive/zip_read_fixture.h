@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "byte_strings.h"
 #include "frugal/util/hash.h"
+#include "test_files.h"
 
 namespace frugal::testing {
 
@@ -137,17 +139,11 @@ inline std::string build_zip(const std::vector<TestEntry>& entries, const ZipBui
   return b.prefix + out;
 }
 
-inline std::vector<std::uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
-
 inline std::filesystem::path temp_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("frugal-aread-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
-}
-
-inline void write(const std::filesystem::path& p, const std::string& data) {
-  std::ofstream(p, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
 }  // namespace frugal::testing

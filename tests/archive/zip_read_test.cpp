@@ -16,7 +16,7 @@ using testing::bytes;
 using testing::TestEntry;
 using testing::ZipBuild;
 
-std::unique_ptr<Archive> open_memory(const std::string& zip, const ArchiveOptions& o = {}) {
+std::unique_ptr<Archive> open_test_zip(const std::string& zip, const ArchiveOptions& o = {}) {
   return Archive::open(memory_byte_source(zip, "test.zip"), "test.zip", o);
 }
 
@@ -28,7 +28,7 @@ std::string sample(std::size_t n, unsigned seed) {
 
 TEST(ZipRead, ReadsStoredAndDeflatedEntries) {
   const std::string a = sample(5000, 1), b(100000, 'x');
-  auto ar = open_memory(build_zip({{"a.bin", a}, {"dir/b.txt", b, true}}));
+  auto ar = open_test_zip(build_zip({{"a.bin", a}, {"dir/b.txt", b, true}}));
   ASSERT_EQ(ar->entries().size(), 2u);
   EXPECT_EQ(ar->entries()[0].method, 0);
   EXPECT_EQ(ar->entries()[1].method, 8);
@@ -39,11 +39,11 @@ TEST(ZipRead, ReadsStoredAndDeflatedEntries) {
   EXPECT_FALSE(ar->find("nope").has_value());
 }
 
-TEST(ZipRead, EmptyArchiveHasNoEntries) { EXPECT_TRUE(open_memory(build_zip({}))->entries().empty()); }
+TEST(ZipRead, EmptyArchiveHasNoEntries) { EXPECT_TRUE(open_test_zip(build_zip({}))->entries().empty()); }
 
 TEST(ZipRead, StoredViewPointsIntoTheSourceWithoutCopy) {
   const std::string a = sample(3000, 2);
-  auto ar = open_memory(build_zip({{"a", a}, {"b", a, true}}));
+  auto ar = open_test_zip(build_zip({{"a", a}, {"b", a, true}}));
   auto v = ar->stored_view(0);
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(std::string(v->begin(), v->end()), a);
@@ -56,7 +56,7 @@ TEST(ZipRead, Zip64FieldsAreRead) {
   e.zip64 = true;
   ZipBuild b;
   b.zip64_end = true;
-  auto ar = open_memory(build_zip({e, {"small", "hi"}}, b));
+  auto ar = open_test_zip(build_zip({e, {"small", "hi"}}, b));
   ASSERT_EQ(ar->entries().size(), 2u);
   EXPECT_EQ(ar->entries()[0].size, 700u);
   EXPECT_EQ(ar->read(0), bytes(a));
@@ -66,7 +66,7 @@ TEST(ZipRead, Zip64FieldsAreRead) {
 TEST(ZipRead, JunkBeforeTheArchiveIsSkippedLikeUnzip) {
   ZipBuild b;
   b.prefix = "#!/bin/sh\necho self-extractor stub\nexit 0\n" + std::string(1000, '\x01');
-  auto ar = open_memory(build_zip({{"a", "hello"}, {"b", sample(4000, 4), true}}, b));
+  auto ar = open_test_zip(build_zip({{"a", "hello"}, {"b", sample(4000, 4), true}}, b));
   EXPECT_EQ(ar->read(0), bytes("hello"));
   EXPECT_EQ(ar->read(1), bytes(sample(4000, 4)));
 }
@@ -75,7 +75,7 @@ TEST(ZipRead, JunkBeforeAZip64ArchiveIsSkipped) {
   ZipBuild b;
   b.prefix = std::string(333, 'j');
   b.zip64_end = true;
-  auto ar = open_memory(build_zip({{"a", "hello"}}, b));
+  auto ar = open_test_zip(build_zip({{"a", "hello"}}, b));
   EXPECT_EQ(ar->read(0), bytes("hello"));
 }
 
@@ -89,13 +89,13 @@ TEST(ZipRead, FakeEndRecordInCommentIsSkipped) {
   testing::put16(fake, 0);
   ZipBuild b;
   b.comment = "innocent comment " + fake;
-  auto ar = open_memory(build_zip({{"a", "payload"}}, b));
+  auto ar = open_test_zip(build_zip({{"a", "payload"}}, b));
   ASSERT_EQ(ar->entries().size(), 1u);
   EXPECT_EQ(ar->read(0), bytes("payload"));
 }
 
 TEST(ZipRead, DuplicateNamesAreMarkedAndFindReturnsTheFirst) {
-  auto ar = open_memory(build_zip({{"x", "one"}, {"y", "mid"}, {"x", "two"}}));
+  auto ar = open_test_zip(build_zip({{"x", "one"}, {"y", "mid"}, {"x", "two"}}));
   EXPECT_EQ(ar->find("x"), 0u);
   EXPECT_FALSE(ar->entries()[0].duplicate_name);
   EXPECT_TRUE(ar->entries()[2].duplicate_name);
@@ -103,7 +103,7 @@ TEST(ZipRead, DuplicateNamesAreMarkedAndFindReturnsTheFirst) {
 }
 
 TEST(ZipRead, InvalidUtf8NamesAreRepairedAndKeepTheirBytes) {
-  auto ar = open_memory(build_zip({{"caf\xe9.txt", "x"}}));
+  auto ar = open_test_zip(build_zip({{"caf\xe9.txt", "x"}}));
   const ZipEntry& e = ar->entries()[0];
   EXPECT_EQ(e.name, "caf\xef\xbf\xbd.txt");
   EXPECT_EQ(e.raw_name, "caf\xe9.txt");
@@ -113,11 +113,11 @@ TEST(ZipRead, InvalidUtf8NamesAreRepairedAndKeepTheirBytes) {
 TEST(ZipRead, NameEncodingDecodesLegacyNames) {
   ArchiveOptions o;
   o.name_encoding = "cp437";
-  auto ar = open_memory(build_zip({{"caf\x82.txt", "x"}}), o);  // cp437 0x82 = é
+  auto ar = open_test_zip(build_zip({{"caf\x82.txt", "x"}}), o);  // cp437 0x82 = é
   EXPECT_EQ(ar->entries()[0].name, "caf\xc3\xa9.txt");
   EXPECT_EQ(ar->find("caf\xc3\xa9.txt"), 0u);
   o.name_encoding = "gbk";
-  auto g = open_memory(build_zip({{"\xd6\xd0\xce\xc4", "x"}}), o);  // 中文
+  auto g = open_test_zip(build_zip({{"\xd6\xd0\xce\xc4", "x"}}), o);  // 中文
   EXPECT_EQ(g->entries()[0].name, "\xe4\xb8\xad\xe6\x96\x87");
 }
 
@@ -125,7 +125,7 @@ TEST(ZipRead, UnknownNameEncodingIsAUsageError) {
   ArchiveOptions o;
   o.name_encoding = "no-such-encoding";
   try {
-    open_memory(build_zip({{"a", "x"}}), o);
+    open_test_zip(build_zip({{"a", "x"}}), o);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::usage);
@@ -139,7 +139,7 @@ TEST(ZipRead, ManyThreadsReadTheSameArchiveAtOnce) {
     data.push_back(sample(1000 + i * 13, i));
     entries.push_back({"e" + std::to_string(i), data.back(), i % 2 == 0});
   }
-  auto ar = open_memory(build_zip(entries));
+  auto ar = open_test_zip(build_zip(entries));
   std::atomic<int> mismatches{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
@@ -159,7 +159,7 @@ TEST(ZipRead, LargeStoredEntryIsReadInPiecesWithItsCrcChecked) {
   const std::string big = sample(9 << 20, 5);
   TestEntry bad{"bad", big};
   bad.crc = 7;
-  auto ar = open_memory(build_zip({{"big", big}, bad}));
+  auto ar = open_test_zip(build_zip({{"big", big}, bad}));
   std::string got;
   std::size_t pieces = 0;
   ar->read_to(0, [&](std::span<const std::uint8_t> p) {
@@ -198,7 +198,7 @@ TEST(ZipRead, CopyingAndMappedReadsAgreeWithTheData) {
     entries.push_back(e);
   }
   const std::string zip = build_zip(entries);
-  auto mapped = open_memory(zip);
+  auto mapped = open_test_zip(zip);
   auto copying = Archive::open(std::make_unique<CopyOnlySource>(zip), "copy.zip");
   std::vector<std::uint8_t> buf;
   for (std::size_t i = 0; i < data.size(); ++i) {
@@ -212,7 +212,7 @@ TEST(ZipRead, CopyingAndMappedReadsAgreeWithTheData) {
 TEST(ZipRead, LocalNameUnlikeTheCentralOneIsRefusedOnBothReadPaths) {
   std::string zip = build_zip({{"good", sample(500, 3), true}});
   zip[30] ^= 0x20;  // first byte of the local header's name: 'g' -> 'G'
-  auto mapped = open_memory(zip);
+  auto mapped = open_test_zip(zip);
   auto copying = Archive::open(std::make_unique<CopyOnlySource>(zip), "copy.zip");
   for (const Archive* ar : {mapped.get(), copying.get()}) {
     try {
@@ -232,7 +232,7 @@ TEST(ZipRead, DeflatedSizeOffByAFewBytesIsRefusedEitherWay) {
   for (const int delta : {-1, -7, 1, 7}) {
     TestEntry e{"e", data, true};
     e.size = static_cast<std::uint32_t>(static_cast<int>(data.size()) + delta);
-    auto ar = open_memory(build_zip({e}));
+    auto ar = open_test_zip(build_zip({e}));
     std::vector<std::uint8_t> buf;
     try {
       ar->read(0, buf);

@@ -7,32 +7,23 @@
 #include "archive/zip_writer.h"
 #include "frugal/util/fs.h"
 #include "frugal/util/hash.h"
+#include "byte_strings.h"
+#include "reference_python.h"
+#include "string_sink.h"
 
 namespace fs = std::filesystem;
 using namespace frugal;
 using namespace std::string_literals;
 
 namespace {
-class StringSink : public ByteSink {
- public:
-  explicit StringSink(std::uint64_t start = 0) : start_(start) {}
-  void write(const void* d, std::size_t n) override { s.append(static_cast<const char*>(d), n); }
-  std::uint64_t offset() const override { return start_ + s.size(); }
-  std::string s;
-
- private:
-  std::uint64_t start_;
-};
+using frugal::testing::bytes;
+using frugal::testing::StringSink;
+using frugal::testing::venv_python_or_python3;
 
 fs::path tmp(const std::string& name) {
   fs::path d = fs::path(FRUGAL_BINARY_DIR) / "test-tmp" / "zip_writer";
   fs::create_directories(d);
   return d / name;
-}
-
-std::string python() {
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv" / "bin" / "python";
-  return fs::exists(venv) ? venv.string() : "python3";
 }
 
 int run(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
@@ -42,12 +33,10 @@ bool python_accepts(const fs::path& zip, std::size_t entries) {
   std::string code =
       "import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
       "sys.exit(0 if z.testzip() is None and len(z.infolist())==int(sys.argv[2]) else 1)";
-  return run(python() + " -c '" + code + "' " + zip.string() + " " + std::to_string(entries)) == 0;
+  return run(venv_python_or_python3() + " -c '" + code + "' " + zip.string() + " " + std::to_string(entries)) == 0;
 }
 
 bool unzip_accepts(const fs::path& zip) { return run("unzip -tq " + zip.string()) == 0; }
-
-std::vector<std::uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 std::string write_sample(const fs::path& path) {
   StringSink sink;
@@ -72,7 +61,7 @@ TEST(ZipWriter, UnzipAndPythonAcceptWhatItWrites) {
       "m={i.filename:i.compress_type for i in z.infolist()}; "
       "sys.exit(0 if m=={'cats/a.txt':8,'cats/empty':0,'dogs/\\u00e9t\\u00e9.bin':0,"
       "'dogs/random':0} and z.read('cats/a.txt')==b'a'*5000+b'tail' else 1)";
-  EXPECT_EQ(run(python() + " -c \"" + code + "\" " + path.string()), 0);
+  EXPECT_EQ(run(venv_python_or_python3() + " -c \"" + code + "\" " + path.string()), 0);
 }
 
 TEST(ZipWriter, SameEntriesGiveTheSameBytes) {

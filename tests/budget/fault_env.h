@@ -111,9 +111,9 @@ class FaultEnv : public Env {
   };
 };
 
-// rm -rf without std::filesystem::remove_all: libtorch.so (2.11 wheel) exports its own copy of
-// that symbol, which crashes when a torch-linked binary calls it.
-inline void remove_tree(const std::filesystem::path& dir) {
+// rm -rf without std::filesystem::remove_all, and quietly (what cannot be removed stays): libtorch.so
+// (2.11 wheel) exports its own copy of that symbol, which crashes when a torch-linked binary calls it.
+inline void remove_tree_quietly(const std::filesystem::path& dir) {
   ::nftw(
       dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
       FTW_DEPTH | FTW_PHYS);
@@ -127,7 +127,7 @@ class TempDir {
     if (!::mkdtemp(tmpl.data())) throw Error(ErrorKind::io, "mkdtemp failed");
     path_ = tmpl;
   }
-  ~TempDir() { remove_tree(path_); }
+  ~TempDir() { remove_tree_quietly(path_); }
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path operator/(const std::string& s) const { return path_ / s; }
 

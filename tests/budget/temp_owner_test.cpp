@@ -20,7 +20,8 @@ namespace {
 using testing::FaultEnv;
 using testing::TempDir;
 
-void put(const fs::path& p, std::size_t bytes) {
+// `bytes` bytes of 'x' as file `p`, written in place (no temporary of its own beside it).
+void put_directly(const fs::path& p, std::size_t bytes) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << std::string(bytes, 'x');
 }
@@ -75,7 +76,7 @@ TEST(TempOwner, AliveWritersTemporaryIsKeptAndRemovedOnceTheWriterIsKilled) {
 TEST(TempOwner, QuietRuleKeepsARecentlyModifiedUnlockedTemporary) {
   TempDir dir;
   const fs::path temp = dir / "x.bin.frugal-tmp-aaaaaaaaaaaa";
-  put(temp, 10);  // written by a program that takes no lock
+  put_directly(temp, 10);  // written by a program that takes no lock
   EXPECT_EQ(sweep_temp(temp, std::chrono::seconds(60), true), TempState::recent);
   EXPECT_TRUE(fs::exists(temp));
   fs::last_write_time(temp, fs::file_time_type::clock::now() - std::chrono::minutes(5));
@@ -85,7 +86,7 @@ TEST(TempOwner, QuietRuleKeepsARecentlyModifiedUnlockedTemporary) {
 
 TEST(TempOwner, SymlinkNamedLikeATemporaryIsNeverFollowedOrRemoved) {
   TempDir dir;
-  put(dir / "precious", 10);
+  put_directly(dir / "precious", 10);
   fs::create_symlink(dir / "precious", dir / "p.frugal-tmp-bbbbbbbbbbbb");
   EXPECT_EQ(sweep_temp(dir / "p.frugal-tmp-bbbbbbbbbbbb", std::chrono::seconds(0), true), TempState::absent);
   EXPECT_TRUE(fs::exists(dir / "precious"));
@@ -128,12 +129,12 @@ TEST(TempOwner, EnvWriterKeepsTheLockBetweenCloseAndRename) {
 
 TEST(TempOwner, MakeRoomRemovesOnlyThisRunsAbandonedTemporaries) {
   TempDir dir;
-  put(dir / "run/config.json", 2);
-  put(dir / "run/ckpt-e0001-s000010.safetensors.frugal-tmp-deaddeaddead", 8192);  // writer died
-  put(dir / "other/config.json", 2);
-  put(dir / "other/ckpt-e0001-s000010.safetensors.frugal-tmp-0000aaaa0000", 8192);  // another run's
+  put_directly(dir / "run/config.json", 2);
+  put_directly(dir / "run/ckpt-e0001-s000010.safetensors.frugal-tmp-deaddeaddead", 8192);  // writer died
+  put_directly(dir / "other/config.json", 2);
+  put_directly(dir / "other/ckpt-e0001-s000010.safetensors.frugal-tmp-0000aaaa0000", 8192);  // another run's
   // After `join --delete-parts` this is the only copy of the parts already removed.
-  put(dir / "data/big.zip.frugal-join", 8192);
+  put_directly(dir / "data/big.zip.frugal-join", 8192);
   // A live writer in this run folder (another open file description: the lock conflicts).
   const fs::path live = dir / "run/best.safetensors.frugal-tmp-11ve11ve11ve";
   UniqueFd live_fd(create_owned_temp(live));
@@ -152,8 +153,8 @@ TEST(TempOwner, MakeRoomRemovesOnlyThisRunsAbandonedTemporaries) {
 TEST(TempOwner, PartialJoinIsItsOwnKindCountedAndNeverATemporary) {
   EXPECT_EQ(classify_file("data/big.zip.frugal-join", false), FileKind::partial);
   TempDir dir;
-  put(dir / "data/big.zip.frugal-join", 5000);
-  put(dir / "run/x.safetensors.frugal-tmp-1234", 10);
+  put_directly(dir / "data/big.zip.frugal-join", 5000);
+  put_directly(dir / "run/x.safetensors.frugal-tmp-1234", 10);
   auto u = measure_usage(dir.path());
   EXPECT_EQ(u.partial, allocated_size(dir / "data/big.zip.frugal-join"));
   EXPECT_GE(u.partial, 5000u);
@@ -163,7 +164,7 @@ TEST(TempOwner, PartialJoinIsItsOwnKindCountedAndNeverATemporary) {
 
 TEST(DiskUsageBlocks, ManySmallFilesCountWhatTheFileSystemAllocates) {
   TempDir dir;
-  for (int i = 0; i < 50; ++i) put(dir / ("data/f" + std::to_string(i) + ".txt"), 100);
+  for (int i = 0; i < 50; ++i) put_directly(dir / ("data/f" + std::to_string(i) + ".txt"), 100);
   const std::uint64_t one = allocated_size(dir / "data/f0.txt");
   ASSERT_GE(one, 512u);  // every file system here allocates at least a sector for 100 bytes
   auto u = measure_usage(dir.path());
@@ -181,7 +182,7 @@ TEST(DiskBudgetReserve, SmallAppendsCountDownTheMeasuredRoomAndRefuseBeyondIt) {
   DiskBudget b(dir.path(), {.limit = 16384}, env);
   EXPECT_FALSE(b.reserve(20000));
   EXPECT_TRUE(b.reserve(8000));
-  put(dir / "run/metrics.jsonl", 8000);  // what was reserved is written
+  put_directly(dir / "run/metrics.jsonl", 8000);  // what was reserved is written
   const std::uint64_t used = allocated_size(dir / "run/metrics.jsonl");
   ASSERT_GE(used, 8000u);
   EXPECT_TRUE(b.reserve(16384 - 8000));       // still inside the last measure

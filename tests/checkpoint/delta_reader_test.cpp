@@ -9,19 +9,15 @@
 
 #include "budget/fault_env.h"
 #include "frugal/checkpoint/checkpoint.h"
+#include "reference_python.h"
 
 namespace fs = std::filesystem;
 
 namespace frugal {
 namespace {
 
+using testing::python;
 using testing::TempDir;
-
-std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv/bin/python";
-  return fs::exists(venv) ? venv.string() : "";
-}
 
 // Every dtype a checkpoint may hold, 0-d to 4-d.
 Checkpoint every_dtype(int seed) {

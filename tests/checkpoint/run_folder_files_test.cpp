@@ -161,7 +161,7 @@ TEST(RunFolderOwner, OwnFilesThatAreNotRegularFilesAreBadInputNamedAndNeverOpene
       EXPECT_NE(what.find((run / name).string()), std::string::npos) << what;
       EXPECT_NE(what.find(as == "fifo" ? "a FIFO" : "a symbolic link"), std::string::npos) << what;
       EXPECT_EQ(error_kind([&] { run_folder_owner(run); }), ErrorKind::invalid);
-      testing::remove_tree(run);
+      testing::remove_tree_quietly(run);
     }
   }
   EXPECT_EQ(read(dir / "outside.json"), outside);

@@ -7,6 +7,7 @@
 #include "checkpoint/checkpoint_helpers.h"
 #include "frugal/util/fs.h"
 #include "frugal/checkpoint/safetensors.h"
+#include "reference_python.h"
 
 namespace fs = std::filesystem;
 
@@ -14,6 +15,7 @@ namespace frugal {
 namespace {
 
 using testing::error_kind;
+using testing::python;
 using testing::TempDir;
 
 NamedTensors every_dtype() {
@@ -84,12 +86,6 @@ TEST(Safetensors, DuplicateNamesAreRefused) {
 }
 
 // --- Cross-checks with Python's safetensors (the reference implementation) -------------------
-
-std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  std::string venv = std::string(FRUGAL_SOURCE_DIR) + "/.venv/bin/python";
-  return fs::exists(venv) ? venv : "";
-}
 
 bool python_has_safetensors(const std::string& py) {
   return !py.empty() && std::system((py + " -c 'import safetensors, torch' 2>/dev/null").c_str()) == 0;

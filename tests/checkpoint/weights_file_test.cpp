@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "image/fixtures.h"
+#include "test_files.h"
 #include "frugal/checkpoint/safetensors.h"
 #include "frugal/checkpoint/weights_file.h"
 #include "frugal/models/models.h"

@@ -10,25 +10,15 @@
 #include "frugal/dataset/dataset.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
+#include "error_message.h"
 
 using namespace frugal;
 using frugal::detail::kMaxClassNameBytes;
 
 namespace {
 
-// The message of what `f` threw, and its kind; "" when it threw nothing.
-template <typename F>
-std::string error_of(F f, ErrorKind* kind = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (kind) *kind = e.kind();
-    return e.what();
-  }
-  return "";
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using frugal::testing::error_of;
+using frugal::testing::has;
 
 const std::string kLimit = "expected a class name of at most 4096 bytes, found one of 4097 bytes";
 

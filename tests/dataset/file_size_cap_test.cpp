@@ -8,7 +8,9 @@
 #include <fstream>
 
 #include "archive/tar_fixture.h"
+#include "archive/string_sink.h"
 #include "archive/zip_writer.h"
+#include "dataset/small_data.h"
 #include "dataset/npy.h"
 #include "frugal/archive/read_limit.h"
 #include "frugal/dataset/dataset.h"
@@ -20,15 +22,10 @@ using namespace frugal;
 
 namespace {
 
-constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+using frugal::testing::StringSink;
+using frugal::testing::tiny_png;
 
-std::string tiny_png(std::uint8_t level) {
-  Image img;
-  img.resize(4, 4, 1);
-  std::fill(img.pixels.begin(), img.pixels.end(), level);
-  const auto b = encode_png(img);
-  return {b.begin(), b.end()};
-}
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 
 // A .npy header (version 1) for a uint8 array of `shape`, padded to 128 bytes as NumPy pads it.
 std::string npy_header(const std::string& shape) {
@@ -36,12 +33,6 @@ std::string npy_header(const std::string& shape) {
   dict += std::string(127 - 10 - dict.size(), ' ') + "\n";
   return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size()) + '\0' + dict;
 }
-
-struct StringSink : ByteSink {
-  std::string s;
-  void write(const void* d, std::size_t n) override { s.append(static_cast<const char*>(d), n); }
-  std::uint64_t offset() const override { return s.size(); }
-};
 
 class FileSizeCap : public ::testing::Test {
  protected:

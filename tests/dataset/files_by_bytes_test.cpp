@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "archive/zip_read_fixture.h"
+#include "dataset/small_data.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/dataset/train_val.h"
 #include "frugal/image/image.h"
@@ -15,11 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string png(std::uint8_t level) {
-  std::vector<std::uint8_t> pixels(8 * 8, level);
-  auto b = encode_png(pixels, 8, 8, 1);
-  return std::string(b.begin(), b.end());
-}
+using frugal::testing::png;
 
 std::vector<std::string> names(const Dataset& d) {
   std::vector<std::string> out;

@@ -5,56 +5,26 @@
 // train_images") and a pattern saw only the file name.
 #include <gtest/gtest.h>
 
-#include "archive/zip_read_fixture.h"
 #include "dataset/label_sources.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
+#include "error_message.h"
+#include "dataset/small_data.h"
+#include "test_files.h"
 
 using namespace frugal;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string png(std::uint8_t level) {
-  std::vector<std::uint8_t> pixels(8 * 8, level);
-  auto b = encode_png(pixels, 8, 8, 1);
-  return std::string(b.begin(), b.end());
-}
-
-struct Data {
-  fs::path dir, zip;
-  ~Data() { fs::remove_all(dir); }
-};
-
-// A zip of text files (name, text) and PNG images (names without text).
-std::unique_ptr<Data> zip_of(const std::string& name, const std::vector<std::pair<std::string, std::string>>& texts,
-                             const std::vector<std::string>& images) {
-  std::vector<frugal::testing::TestEntry> entries;
-  for (const auto& [n, t] : texts) entries.push_back({n, t});
-  std::uint8_t level = 0;
-  for (const auto& n : images) entries.push_back({n, png(level += 7)});
-  auto d = std::make_unique<Data>();
-  d->dir = frugal::testing::temp_dir("labels-" + name);
-  d->zip = d->dir / (name + ".zip");
-  frugal::testing::write(d->zip, frugal::testing::build_zip(entries));
-  return d;
-}
+using frugal::testing::error_of;
+using frugal::testing::zip_of;
 
 std::map<std::string, std::string> labels_by_name(const Dataset& ds) {
   std::map<std::string, std::string> m;
   for (std::size_t i = 0; i < ds.size(); ++i) m[ds.name(i)] = ds.classes()[ds.label(i)];
   return m;
-}
-
-std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (kind) *kind = e.kind();
-    return e.what();
-  }
-  return "";
 }
 
 const char* kDiseaseMap =
@@ -64,7 +34,7 @@ const char* kDiseaseMap =
 }  // namespace
 
 TEST(LabelSources, CassavaTrainCsvBesideTrainImagesNamedByTheDiseaseMap) {
-  auto d = zip_of("cassava",
+  auto d = zip_of("labels-", "cassava",
                   {{"train.csv",
                     "image_id,label\n100.jpg,0\n101.jpg,3\n102.jpg,4\n103.jpg,3\n104.jpg,1\n105.jpg,2\n"
                     "999.jpg,3\n"},
@@ -103,7 +73,7 @@ TEST(LabelSources, CassavaTrainCsvBesideTrainImagesNamedByTheDiseaseMap) {
 }
 
 TEST(LabelSources, DogBreedLabelsCsvIdsWithoutExtensionUnderTrainBesideTest) {
-  auto d = zip_of("dogs",
+  auto d = zip_of("labels-", "dogs",
                   {{"labels.csv", "id,breed\n000bec,boston_bull\n001513,dingo\n001cdf,pekinese\n00214f,dingo\n"},
                    {"sample_submission.csv", "id,affenpinscher,dingo\nfff43b,0.5,0.5\n"}},
                   {"train/000bec.jpg", "train/001513.jpg", "train/001cdf.jpg", "train/00214f.jpg", "test/fff43b.jpg",
@@ -129,7 +99,7 @@ TEST(LabelSources, DogBreedLabelsCsvIdsWithoutExtensionUnderTrainBesideTest) {
 }
 
 TEST(LabelSources, TsvWithColumnsByIndexQuotedFieldsBomAndCrlf) {
-  auto d = zip_of("tsv",
+  auto d = zip_of("labels-", "tsv",
                   {{"meta/labels.tsv",
                     "\xEF\xBB\xBF"
                     "split\tclass\tfile\r\ntrain\t\"tabby, cat\"\ta.png\r\ntrain\tdog\tsub/b\r\n\r\ntrain\t\"say "
@@ -149,7 +119,7 @@ TEST(LabelSources, TsvWithColumnsByIndexQuotedFieldsBomAndCrlf) {
 }
 
 TEST(LabelSources, AColumnTheCsvLacksIsAUsageErrorNamingItsColumns) {
-  auto d = zip_of("columns", {{"train.csv", "image_id,label\na.png,x\n"}}, {"a.png", "b.png"});
+  auto d = zip_of("labels-", "columns", {{"train.csv", "image_id,label\na.png,x\n"}}, {"a.png", "b.png"});
   DatasetOptions o;
   o.labels = "train.csv";
   o.label_columns = "image,label";
@@ -165,14 +135,14 @@ TEST(LabelSources, AColumnTheCsvLacksIsAUsageErrorNamingItsColumns) {
   EXPECT_EQ(error_of([&] { Dataset::open(d->zip, o); }, &kind).empty(), false);
   EXPECT_EQ(kind, ErrorKind::usage);
   // One column only: the default (the first two) does not exist either.
-  auto one = zip_of("one-column", {{"ids.csv", "image_id\na.png\n"}}, {"a.png"});
+  auto one = zip_of("labels-", "one-column", {{"ids.csv", "image_id\na.png\n"}}, {"a.png"});
   o.labels = "ids.csv";
   o.label_columns.clear();
   EXPECT_NE(error_of([&] { Dataset::open(one->zip, o); }).find("1 column: 0: \"image_id\""), std::string::npos);
 }
 
 TEST(LabelSources, ClassNamesAsJsonMapJsonListOrOneNameALine) {
-  auto d = zip_of("names",
+  auto d = zip_of("labels-", "names",
                   {{"labels.csv", "file,label\na.png,0\nb.png,1\nc.png,2\n"},
                    {"map.json", R"({"2": "two", "0": "zero", "1": "one"})"},
                    {"list.json", R"(["zero", "one", "two"])"},
@@ -215,7 +185,8 @@ TEST(LabelSources, ClassNamesAsJsonMapJsonListOrOneNameALine) {
   o.class_names = "names.txt";
   EXPECT_NE(error_of([&] { Dataset::open(d->zip, o); }).find("one class per name"), std::string::npos);
   // Class folders of integers are named too; folders of names are not integers to name.
-  auto folders = zip_of("named-folders", {{"names.txt", "zero\none\n"}}, {"0/a.png", "1/b.png", "cat/c.png"});
+  auto folders =
+      zip_of("labels-", "named-folders", {{"names.txt", "zero\none\n"}}, {"0/a.png", "1/b.png", "cat/c.png"});
   o.labels.clear();
   o.class_names = "names.txt";
   EXPECT_NE(error_of([&] { Dataset::open(folders->zip, o); }, &kind).find("class \"cat\""), std::string::npos);
@@ -223,7 +194,7 @@ TEST(LabelSources, ClassNamesAsJsonMapJsonListOrOneNameALine) {
 }
 
 TEST(LabelSources, CsvAndClassNamesBesideTheDataOnDisk) {
-  auto d = zip_of("beside", {}, {"x/a.png", "x/b.png", "y/c.png"});
+  auto d = zip_of("labels-", "beside", {}, {"x/a.png", "x/b.png", "y/c.png"});
   frugal::testing::write(d->dir / "train.csv", "image,label\nx/a.png,1\nx/b.png,0\ny/c,1\n");
   frugal::testing::write(d->dir / "names.txt", "cat\ndog\n");
   DatasetOptions o;
@@ -242,7 +213,7 @@ TEST(LabelSources, CsvAndClassNamesBesideTheDataOnDisk) {
 
 TEST(LabelSources, IdsThatLeaveTheDataAreRefusedNamingTheLine) {
   for (const char* id : {"../a.png", "/etc/passwd", "x/../../a.png", ""}) {
-    auto d = zip_of("hostile", {{"train.csv", std::string("id,label\na.png,x\n") + id + ",y\n"}}, {"a.png"});
+    auto d = zip_of("labels-", "hostile", {{"train.csv", std::string("id,label\na.png,x\n") + id + ",y\n"}}, {"a.png"});
     DatasetOptions o;
     o.labels = "train.csv";
     ErrorKind kind{};
@@ -250,7 +221,7 @@ TEST(LabelSources, IdsThatLeaveTheDataAreRefusedNamingTheLine) {
     EXPECT_EQ(kind, ErrorKind::invalid) << id;
     EXPECT_NE(what.find("train.csv:3"), std::string::npos) << what;
   }
-  auto d = zip_of("hostile-dir", {{"train.csv", "id,label\na.png,x\n"}}, {"a.png"});
+  auto d = zip_of("labels-", "hostile-dir", {{"train.csv", "id,label\na.png,x\n"}}, {"a.png"});
   DatasetOptions o;
   o.labels = "train.csv";
   o.images_dir = "../";
@@ -265,11 +236,11 @@ TEST(LabelSources, IdsThatLeaveTheDataAreRefusedNamingTheLine) {
 }
 
 TEST(LabelSources, OneIdTwoLabelsAndAnUnclosedQuoteAreRefused) {
-  auto twice = zip_of("twice", {{"t.csv", "id,label\na.png,x\nb.png,y\na.png,z\n"}}, {"a.png", "b.png"});
+  auto twice = zip_of("labels-", "twice", {{"t.csv", "id,label\na.png,x\nb.png,y\na.png,z\n"}}, {"a.png", "b.png"});
   DatasetOptions o;
   o.labels = "t.csv";
   EXPECT_NE(error_of([&] { Dataset::open(twice->zip, o); }).find("t.csv:4"), std::string::npos);
-  auto open = zip_of("quote", {{"t.csv", "id,label\na.png,\"x\nb.png,y\n"}}, {"a.png", "b.png"});
+  auto open = zip_of("labels-", "quote", {{"t.csv", "id,label\na.png,\"x\nb.png,y\n"}}, {"a.png", "b.png"});
   EXPECT_NE(error_of([&] { Dataset::open(open->zip, o); }).find("closing quote"), std::string::npos);
 }
 
@@ -303,7 +274,7 @@ TEST(LabelSources, ALongRowIsRefusedWhenSeen) {
 }
 
 TEST(LabelPattern, SearchesTheNameThenThePathInsideTheData) {
-  auto d = zip_of("pattern", {},
+  auto d = zip_of("labels-", "pattern", {},
                   {"train/cat.0.jpg", "train/dog.1.jpg", "images/Abyssinian_1.png", "images/boxer_2.png",
                    "by_folder/tabby/x.png", "by_folder/siamese/y.png"});
   DatasetOptions o;

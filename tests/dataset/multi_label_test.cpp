@@ -4,41 +4,20 @@
 // class per combination, and the first row of a header-less file was dropped as its header.
 #include <gtest/gtest.h>
 
-#include "archive/zip_read_fixture.h"
 #include "dataset/label_sources.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
+#include "error_message.h"
+#include "dataset/small_data.h"
 
 using namespace frugal;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string png(std::uint8_t level) {
-  std::vector<std::uint8_t> pixels(8 * 8, level);
-  auto b = encode_png(pixels, 8, 8, 1);
-  return std::string(b.begin(), b.end());
-}
-
-struct Data {
-  fs::path dir, zip;
-  ~Data() { fs::remove_all(dir); }
-};
-
-// A zip of text files (name, text) and PNG images (names without text).
-std::unique_ptr<Data> zip_of(const std::string& name, const std::vector<std::pair<std::string, std::string>>& texts,
-                             const std::vector<std::string>& images) {
-  std::vector<frugal::testing::TestEntry> entries;
-  for (const auto& [n, t] : texts) entries.push_back({n, t});
-  std::uint8_t level = 0;
-  for (const auto& n : images) entries.push_back({n, png(level += 7)});
-  auto d = std::make_unique<Data>();
-  d->dir = frugal::testing::temp_dir("multi-label-" + name);
-  d->zip = d->dir / (name + ".zip");
-  frugal::testing::write(d->zip, frugal::testing::build_zip(entries));
-  return d;
-}
+using frugal::testing::error_of;
+using frugal::testing::zip_of;
 
 // name -> its tags by name, space-separated.
 std::map<std::string, std::string> tags_by_name(const Dataset& ds) {
@@ -49,16 +28,6 @@ std::map<std::string, std::string> tags_by_name(const Dataset& ds) {
     m[ds.name(i)] = s;
   }
   return m;
-}
-
-std::string error_of(const std::function<void()>& f, ErrorKind* kind = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (kind) *kind = e.kind();
-    return e.what();
-  }
-  return "";
 }
 
 const char* kPlanet =
@@ -92,7 +61,7 @@ TEST(MultiLabel, TagsSplitOnTheSeparatorTrimmedAndEmptyOnesDropped) {
 }
 
 TEST(MultiLabel, PlanetTagListsWithASeparatorAreTagsOfEachImage) {
-  auto d = zip_of("planet", {{"train_v2.csv", kPlanet}}, planet_images());
+  auto d = zip_of("multi-label-", "planet", {{"train_v2.csv", kPlanet}}, planet_images());
   DatasetOptions o;
   o.labels = "train_v2.csv";
   o.images_dir = "train-jpg";
@@ -126,7 +95,7 @@ TEST(MultiLabel, TagListsWithoutTheSeparatorAreRefusedNamingBothOptions) {
     csv += "train_" + std::to_string(mask) + "," + label + "\n";
     images.push_back("train_" + std::to_string(mask) + ".png");
   }
-  auto d = zip_of("planet-refused", {{"train.csv", csv}}, images);
+  auto d = zip_of("multi-label-", "planet-refused", {{"train.csv", csv}}, images);
   DatasetOptions o;
   o.labels = "train.csv";
   ErrorKind kind{};
@@ -142,7 +111,7 @@ TEST(MultiLabel, TagListsWithoutTheSeparatorAreRefusedNamingBothOptions) {
 }
 
 TEST(MultiLabel, SingleLabelDataHasNoTags) {
-  auto d = zip_of("single", {{"t.csv", "id,label\na.png,cat\nb.png,dog\n"}}, {"a.png", "b.png"});
+  auto d = zip_of("multi-label-", "single", {{"t.csv", "id,label\na.png,cat\nb.png,dog\n"}}, {"a.png", "b.png"});
   DatasetOptions o;
   o.labels = "t.csv";
   auto ds = Dataset::open(d->zip, o);
@@ -158,7 +127,7 @@ TEST(MultiLabel, ZeroOneColumnsAfterTheIdOrNamedAreTags) {
       "b,0,1.0,0\n"
       "c,false,TRUE,true\n"
       "d,0,0,0\n";
-  auto d = zip_of("columns", {{"t.csv", csv}}, {"a.png", "b.png", "c.png", "d.png"});
+  auto d = zip_of("multi-label-", "columns", {{"t.csv", csv}}, {"a.png", "b.png", "c.png", "d.png"});
   DatasetOptions o;
   o.labels = "t.csv";
   o.label_columns = "image_name,*";
@@ -178,7 +147,7 @@ TEST(MultiLabel, ZeroOneColumnsAfterTheIdOrNamedAreTags) {
 }
 
 TEST(MultiLabel, AValueOtherThanZeroOrOneIsRefusedNamingTheLineColumnAndValue) {
-  auto d = zip_of("bad-value", {{"t.csv", "id,a,b\nx.png,1,0\ny.png,0,-1\n"}}, {"x.png", "y.png"});
+  auto d = zip_of("multi-label-", "bad-value", {{"t.csv", "id,a,b\nx.png,1,0\ny.png,0,-1\n"}}, {"x.png", "y.png"});
   DatasetOptions o;
   o.labels = "t.csv";
   o.label_columns = "id,*";
@@ -201,7 +170,7 @@ TEST(MultiLabel, SubsetsAndTheValidationSplitKeepEachImagesTags) {
     csv += "img" + std::to_string(i) + ".png," + (i % 2 ? "odd" : "even") + (i % 3 ? "" : " three") + "\n";
     images.push_back("img" + std::to_string(i) + ".png");
   }
-  auto d = zip_of("split", {{"t.csv", csv}}, images);
+  auto d = zip_of("multi-label-", "split", {{"t.csv", csv}}, images);
   DatasetOptions o;
   o.labels = "t.csv";
   o.label_separator = " ";
@@ -233,7 +202,7 @@ std::vector<std::string> tiny_images() {
 }
 
 TEST(LabelsHeader, AutoRefusesAHeaderlessFileNamingTheOptionAndNoReadsItsFirstRow) {
-  auto d = zip_of("tiny", {{"val/val_annotations.txt", kTinyVal}}, tiny_images());
+  auto d = zip_of("multi-label-", "tiny", {{"val/val_annotations.txt", kTinyVal}}, tiny_images());
   DatasetOptions o;
   o.labels = "val/val_annotations.txt";
   o.images_dir = "val/images";
@@ -258,15 +227,17 @@ TEST(LabelsHeader, AutoRefusesAHeaderlessFileNamingTheOptionAndNoReadsItsFirstRo
 }
 
 TEST(LabelsHeader, AutoTakesAHeaderAndYesTakesTheFirstRowWhatever) {
-  auto d = zip_of("header", {{"t.csv", "file,class\na.png,cat\nb.png,dog\nc.png,cat\n"}}, {"a.png", "b.png", "c.png"});
+  auto d = zip_of("multi-label-", "header", {{"t.csv", "file,class\na.png,cat\nb.png,dog\nc.png,cat\n"}},
+                  {"a.png", "b.png", "c.png"});
   DatasetOptions o;
   o.labels = "t.csv";
   EXPECT_EQ(Dataset::open(d->zip, o)->size(), 3u);
   // Header-less without an image extension: the first row's label is a label of later rows.
-  auto bare = zip_of("bare", {{"t.csv", "a,cat\nb,dog\nc,cat\n"}}, {"a.png", "b.png", "c.png"});
+  auto bare = zip_of("multi-label-", "bare", {{"t.csv", "a,cat\nb,dog\nc,cat\n"}}, {"a.png", "b.png", "c.png"});
   EXPECT_NE(error_of([&] { Dataset::open(bare->zip, o); }).find("\"cat\""), std::string::npos);
   // ... and an id that names a file of the data, the label unique.
-  auto named = zip_of("named", {{"t.csv", "a,cow\nb,dog\nc,cat\nd,cat\n"}}, {"a.png", "b.png", "c.png", "d.png"});
+  auto named = zip_of("multi-label-", "named", {{"t.csv", "a,cow\nb,dog\nc,cat\nd,cat\n"}},
+                      {"a.png", "b.png", "c.png", "d.png"});
   EXPECT_NE(error_of([&] { Dataset::open(named->zip, o); }).find("a file of the data"), std::string::npos);
   o.labels_header = "no";
   EXPECT_EQ(Dataset::open(named->zip, o)->size(), 4u);
@@ -277,7 +248,7 @@ TEST(LabelsHeader, AutoTakesAHeaderAndYesTakesTheFirstRowWhatever) {
   EXPECT_NE(error_of([&] { Dataset::open(named->zip, o); }, &kind).find("yes, no or auto"), std::string::npos);
   EXPECT_EQ(kind, ErrorKind::usage);
   // Multi-label: 0/1 values in the first row, or a tag of later rows.
-  auto ones = zip_of("ones", {{"t.csv", "a.png,1,0\nb.png,0,1\n"}}, {"a.png", "b.png"});
+  auto ones = zip_of("multi-label-", "ones", {{"t.csv", "a.png,1,0\nb.png,0,1\n"}}, {"a.png", "b.png"});
   o = DatasetOptions{};
   o.labels = "t.csv";
   o.label_columns = "0,*";

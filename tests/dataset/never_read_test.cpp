@@ -8,7 +8,9 @@
 #include <fstream>
 
 #include "archive/tar_fixture.h"
+#include "archive/string_sink.h"
 #include "archive/zip_writer.h"
+#include "dataset/small_data.h"
 #include "frugal/archive/name_encoding.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/image/image.h"
@@ -17,19 +19,8 @@ using namespace frugal;
 
 namespace {
 
-std::string tiny_png(std::uint8_t level) {
-  Image img;
-  img.resize(4, 4, 1);
-  std::fill(img.pixels.begin(), img.pixels.end(), level);
-  const auto b = encode_png(img);
-  return {b.begin(), b.end()};
-}
-
-struct StringSink : ByteSink {
-  std::string s;
-  void write(const void* d, std::size_t n) override { s.append(static_cast<const char*>(d), n); }
-  std::uint64_t offset() const override { return s.size(); }
-};
+using frugal::testing::StringSink;
+using frugal::testing::tiny_png;
 
 std::string make_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
   StringSink sink;

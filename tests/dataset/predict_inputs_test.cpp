@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "archive/zip_read_fixture.h"
+#include "dataset/small_data.h"
 #include "frugal/dataset/submission_csv.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
@@ -14,11 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string png(std::uint8_t level) {
-  std::vector<std::uint8_t> pixels(8 * 8, level);
-  auto b = encode_png(pixels, 8, 8, 1);
-  return std::string(b.begin(), b.end());
-}
+using frugal::testing::png;
 
 std::vector<std::string> names(const PredictInputs& p) {
   std::vector<std::string> out;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "archive/zip_read_fixture.h"
+#include "dataset/small_data.h"
 #include "frugal/dataset/dataset.h"
 #include "frugal/image/image.h"
 #include "frugal/util/error.h"
@@ -13,11 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string png(std::uint8_t level) {
-  std::vector<std::uint8_t> pixels(8 * 8, level);
-  auto b = encode_png(pixels, 8, 8, 1);
-  return std::string(b.begin(), b.end());
-}
+using frugal::testing::png;
 
 // A zip of `folders` (each "prefix/split/class/") with two images in each.
 fs::path zip_of(const std::string& name, const std::vector<std::string>& folders) {

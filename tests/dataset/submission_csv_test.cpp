@@ -4,12 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "frugal/dataset/submission_csv.h"
+#include "error_message.h"
 
 using namespace frugal;
 
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using frugal::testing::has;
 
 }  // namespace
 

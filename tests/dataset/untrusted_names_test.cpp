@@ -9,7 +9,9 @@
 #include <functional>
 #include <unistd.h>
 
+#include "archive/string_sink.h"
 #include "archive/zip_writer.h"
+#include "dataset/small_data.h"
 #include "dataset/labels_csv.h"
 #include "frugal/archive/archive.h"
 #include "frugal/dataset/dataset.h"
@@ -18,25 +20,15 @@
 #include "frugal/image/image.h"
 #include "frugal/archive/name_encoding.h"
 #include "image/fixtures.h"
+#include "test_files.h"
 
 using namespace frugal;
 
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-struct StringSink : ByteSink {
-  std::string s;
-  void write(const void* d, std::size_t n) override { s.append(static_cast<const char*>(d), n); }
-  std::uint64_t offset() const override { return s.size(); }
-};
-
-Bytes tiny_png(std::uint8_t level) {
-  Image img;
-  img.resize(4, 4, 1);
-  std::fill(img.pixels.begin(), img.pixels.end(), level);
-  return encode_png(img);
-}
+using frugal::testing::StringSink;
+using frugal::testing::tiny_png_bytes;
 
 std::uint16_t le16(const std::string& s, std::size_t at) {
   return static_cast<std::uint16_t>(static_cast<unsigned char>(s[at]) | static_cast<unsigned char>(s[at + 1]) << 8);
@@ -81,7 +73,7 @@ class UntrustedNames : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-Error error_of(const std::function<void()>& f) {
+Error error_thrown_by(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -94,33 +86,33 @@ Error error_of(const std::function<void()>& f) {
 TEST_F(UntrustedNames, ALabelPatternSearchesA60KBNameWithoutCrashing) {
   // std::regex recursed once per character: SIGSEGV from about 36 KB on an 8 MB stack.
   const std::string long_name = std::string(60000, 'x') + "_cat.png";
-  auto zip = write("long.zip", make_zip({{long_name, tiny_png(10)}, {"y_dog.png", tiny_png(200)}}));
+  auto zip = write("long.zip", make_zip({{long_name, tiny_png_bytes(10)}, {"y_dog.png", tiny_png_bytes(200)}}));
   DatasetOptions o;
   o.label_pattern = ".*_([a-z]+)\\.png$";  // .* over 60 KB: libstdc++ recursed once per character
   auto ds = Dataset::open(zip, o);
   EXPECT_EQ(ds->classes(), (std::vector<std::string>{"cat", "dog"}));
   o.label_pattern = "^(x+)*y$";  // exponential for a backtracking engine: no match, at once
-  EXPECT_EQ(error_of([&] { Dataset::open(zip, o); }).kind(), ErrorKind::invalid);  // nothing labelled
+  EXPECT_EQ(error_thrown_by([&] { Dataset::open(zip, o); }).kind(), ErrorKind::invalid);  // nothing labelled
 }
 
 TEST_F(UntrustedNames, PatternsRe2RefusesOrWithoutOneGroupAreUsageErrors) {
-  auto zip = write("p.zip", make_zip({{"a_cat.png", tiny_png(10)}}));
+  auto zip = write("p.zip", make_zip({{"a_cat.png", tiny_png_bytes(10)}}));
   DatasetOptions o;
   for (const char* pattern : {"(a)(b)", "abc", "(a)\\1", "(?=a)(b)", "(unclosed"}) {
     o.label_pattern = pattern;
-    const Error e = error_of([&] { Dataset::open(zip, o); });
+    const Error e = error_thrown_by([&] { Dataset::open(zip, o); });
     EXPECT_EQ(e.kind(), ErrorKind::usage) << pattern << ": " << e.what();
     EXPECT_NE(std::string(e.what()).find("--label-pattern"), std::string::npos) << e.what();
   }
   o.label_pattern = "(a)\\1";
-  EXPECT_NE(std::string(error_of([&] { Dataset::open(zip, o); }).what()).find("RE2 syntax"), std::string::npos);
+  EXPECT_NE(std::string(error_thrown_by([&] { Dataset::open(zip, o); }).what()).find("RE2 syntax"), std::string::npos);
 }
 
 TEST_F(UntrustedNames, ClassFoldersDifferingOnlyInBytesThatAreNotUtf8AreTwoClasses) {
-  auto zip = write("cls.zip", make_zip({{"cls\xff/a.png", tiny_png(10)},
-                                        {"cls\xff/b.png", tiny_png(20)},
-                                        {"cls\xfe/a.png", tiny_png(200)},
-                                        {"cls\xfe/b.png", tiny_png(210)}}));
+  auto zip = write("cls.zip", make_zip({{"cls\xff/a.png", tiny_png_bytes(10)},
+                                        {"cls\xff/b.png", tiny_png_bytes(20)},
+                                        {"cls\xfe/a.png", tiny_png_bytes(200)},
+                                        {"cls\xfe/b.png", tiny_png_bytes(210)}}));
   auto ds = Dataset::open(zip);
   EXPECT_EQ(ds->classes(), (std::vector<std::string>{"cls\\xfe", "cls\\xff"}));
   ASSERT_EQ(ds->size(), 4u);
@@ -132,10 +124,10 @@ TEST_F(UntrustedNames, ClassFoldersDifferingOnlyInBytesThatAreNotUtf8AreTwoClass
 const std::string kBirdGbk = "\xc4\xf1", kDogGbk = "\xb9\xb7";
 
 TEST_F(UntrustedNames, GbkNamesWithoutAnEncodingAreDistinctAndTheEncodingIsGuessed) {
-  auto zip = write("gbk.zip", make_zip({{kBirdGbk + "/1.png", tiny_png(10)},
-                                        {kBirdGbk + "/2.png", tiny_png(20)},
-                                        {kDogGbk + "/1.png", tiny_png(200)},
-                                        {kDogGbk + "/2.png", tiny_png(210)}},
+  auto zip = write("gbk.zip", make_zip({{kBirdGbk + "/1.png", tiny_png_bytes(10)},
+                                        {kBirdGbk + "/2.png", tiny_png_bytes(20)},
+                                        {kDogGbk + "/1.png", tiny_png_bytes(200)},
+                                        {kDogGbk + "/2.png", tiny_png_bytes(210)}},
                                        /*legacy=*/true));
   // Shown with U+FFFD, "鸟/1.png" and "狗/1.png" read alike: once refused as duplicates ("repack").
   auto ds = Dataset::open(zip);
@@ -150,18 +142,19 @@ TEST_F(UntrustedNames, GbkNamesWithoutAnEncodingAreDistinctAndTheEncodingIsGuess
 }
 
 TEST_F(UntrustedNames, NamesCollidingOnlyAsShownSuggestTheEncodingNotARepack) {
-  auto zip = write("gbk.zip", make_zip({{kBirdGbk + ".png", tiny_png(10)}, {kDogGbk + ".png", tiny_png(200)}},
-                                       /*legacy=*/true));
+  auto zip =
+      write("gbk.zip", make_zip({{kBirdGbk + ".png", tiny_png_bytes(10)}, {kDogGbk + ".png", tiny_png_bytes(200)}},
+                                /*legacy=*/true));
   auto archive = Archive::open(zip);
-  const Error e = error_of([&] { refuse_duplicate_names(*archive); });
+  const Error e = error_thrown_by([&] { refuse_duplicate_names(*archive); });
   const std::string what = e.what();
   EXPECT_EQ(e.kind(), ErrorKind::invalid) << what;
   EXPECT_NE(what.find("not UTF-8"), std::string::npos) << what;
   EXPECT_NE(what.find("--name-encoding gbk"), std::string::npos) << what;
   EXPECT_EQ(what.find("repack"), std::string::npos) << what;
   // Real duplicates are still the archive's fault.
-  auto dup = write("dup.zip", make_zip({{"a/x.png", tiny_png(1)}, {"a/./x.png", tiny_png(2)}}));
-  EXPECT_NE(std::string(error_of([&] { Dataset::open(dup); }).what()).find("repack"), std::string::npos);
+  auto dup = write("dup.zip", make_zip({{"a/x.png", tiny_png_bytes(1)}, {"a/./x.png", tiny_png_bytes(2)}}));
+  EXPECT_NE(std::string(error_thrown_by([&] { Dataset::open(dup); }).what()).find("repack"), std::string::npos);
 }
 
 TEST(NameEncodingGuess, WesternCyrillicAndJapaneseNamesReadAsTheirCodePage) {
@@ -175,10 +168,10 @@ TEST(NameEncodingGuess, WesternCyrillicAndJapaneseNamesReadAsTheirCodePage) {
 
 TEST_F(UntrustedNames, TemporariesOfAnInterruptedWriteAreSkippedAndCounted) {
   // A killed extract leaves complete images under temporary names; packed again, they were trained on.
-  auto zip = write("t.zip", make_zip({{"a/x.png", tiny_png(10)},
-                                      {"a/y.png.frugal-tmp-0123456789abcdef", tiny_png(20)},
-                                      {"b/z.png", tiny_png(200)},
-                                      {"b/part.zip.frugal-join", tiny_png(210)}}));
+  auto zip = write("t.zip", make_zip({{"a/x.png", tiny_png_bytes(10)},
+                                      {"a/y.png.frugal-tmp-0123456789abcdef", tiny_png_bytes(20)},
+                                      {"b/z.png", tiny_png_bytes(200)},
+                                      {"b/part.zip.frugal-join", tiny_png_bytes(210)}}));
   auto ds = Dataset::open(zip);
   EXPECT_EQ(ds->size(), 2u);
   EXPECT_EQ(ds->skipped().counts["left by an interrupted write (*.frugal-tmp-*, *.frugal-join)"], 2u)
@@ -210,11 +203,11 @@ TEST_F(UntrustedNames, ALabelsCsvInflatingToOneHugeLineIsRefusedWithinSmallMemor
       if (i % 32 == 0) x = x * 6364136223846793005ull + 1442695040888963407ull;
       line[i] = static_cast<std::uint8_t>('a' + ((i % 32 == 0 ? x >> 60 : 0) & 15));
     }
-    zip = write("csv.zip", make_zip({{"labels.csv", line}, {"a.png", tiny_png(10)}}));
+    zip = write("csv.zip", make_zip({{"labels.csv", line}, {"a.png", tiny_png_bytes(10)}}));
   }
   if (!reset_peak()) GTEST_SKIP() << "no /proc/self/clear_refs to measure peak memory";
   const std::uint64_t before = rss_kib();
-  const Error e = error_of([&] { Dataset::open(zip); });
+  const Error e = error_thrown_by([&] { Dataset::open(zip); });
   const std::uint64_t grown = peak_kib() - before;
   EXPECT_EQ(e.kind(), ErrorKind::invalid) << e.what();
   EXPECT_NE(std::string(e.what()).find("labels.csv:1"), std::string::npos) << e.what();
@@ -234,7 +227,7 @@ TEST(LabelsCsvParser, PiecesOfAnySizeGiveTheSameTableAndALongLineStopsAtOnce) {
   p.feed("a.jpg,cat\n");
   const std::string chunk(64 << 10, 'x');
   p.feed(chunk);  // 64 KiB of a line: a long zip name, still allowed
-  const Error e = error_of([&] { p.feed(chunk); });
+  const Error e = error_thrown_by([&] { p.feed(chunk); });
   EXPECT_EQ(e.kind(), ErrorKind::invalid);
   EXPECT_NE(std::string(e.what()).find("l.csv:2"), std::string::npos) << e.what();
 }

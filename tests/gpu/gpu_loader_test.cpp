@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dataset/data_fixtures.h"
+#include "gpu/photo_archive.h"
 #include "frugal/archive/archive.h"
 #include "frugal/util/error.h"
 #include "frugal/loader/gpu_loader.h"
@@ -12,18 +13,7 @@
 namespace frugal {
 namespace {
 
-std::shared_ptr<Dataset> photos() {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(FRUGAL_BINARY_DIR) / "test-fixtures/gpu";
-  fs::path zip = dir / "photos.zip";
-  if (!fs::exists(zip)) {
-    fs::create_directories(dir);
-    fs::path tmp = dir / ("photos.zip.tmp." + std::to_string(::getpid()));
-    if (!testing::run_python("tests/gpu/make_photo_archive.py", tmp.string())) return nullptr;
-    fs::rename(tmp, zip);
-  }
-  return Dataset::open(zip);
-}
+using testing::photos;
 
 bool gpu_usable() {
   auto g = gpu::probe_gpu();

@@ -18,7 +18,7 @@
 #include <optional>
 #include <thread>
 
-#include "dataset/data_fixtures.h"
+#include "gpu/photo_archive.h"
 #include "loopback_group.h"
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/loader/loader.h"
@@ -39,6 +39,7 @@ bool cuda() { return torch::cuda::is_available(); }
 const torch::Device kGpu(torch::kCUDA, 0);
 
 using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
+using testing::photos;
 
 Batches tiny_set(int steps, int batch) {
   torch::manual_seed(11);
@@ -161,20 +162,6 @@ TEST(GpuTrain, ThisGpuHasKernelsAndAutoPicksIt) {
   auto g = gpu::probe_gpu();
   if (g.cuda_built) EXPECT_FALSE(g.kernel_archs.sass.empty() && g.kernel_archs.ptx.empty()) << "own fatbinary";
   EXPECT_EQ(gpu::missing_kernels(g, g.kernel_archs, "frugal"), "");
-}
-
-// The archive gpu_loader_test makes (same file, same script).
-std::shared_ptr<Dataset> photos() {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(FRUGAL_BINARY_DIR) / "test-fixtures/gpu";
-  fs::path zip = dir / "photos.zip";
-  if (!fs::exists(zip)) {
-    fs::create_directories(dir);
-    fs::path tmp = dir / ("photos.zip.tmp." + std::to_string(::getpid()));
-    if (!testing::run_python("tests/gpu/make_photo_archive.py", tmp.string())) return nullptr;
-    fs::rename(tmp, zip);
-  }
-  return Dataset::open(zip);
 }
 
 // The worker that runs out of memory twice for batch 0 builds it on the CPU: same pixels and

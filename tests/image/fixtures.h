@@ -16,14 +16,10 @@
 
 #include "frugal/image/image.h"
 #include "made_once.h"
+#include "reference_python.h"
+#include "test_files.h"
 
 namespace frugal::testing {
-
-inline std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  std::filesystem::path venv = std::filesystem::path(FRUGAL_SOURCE_DIR) / ".venv/bin/python";
-  return std::filesystem::exists(venv) ? venv.string() : "";
-}
 
 // Runs a Python script of the source tree; false when no Python with PIL is available.
 inline bool run_python(const std::string& script, const std::string& args) {
@@ -31,13 +27,6 @@ inline bool run_python(const std::string& script, const std::string& args) {
   if (py.empty()) return false;
   std::string cmd = py + " " + std::string(FRUGAL_SOURCE_DIR) + "/" + script + " " + args;
   return std::system(cmd.c_str()) == 0;
-}
-
-// libtorch.so exports its own std::filesystem::remove_all, which crashes when it wins symbol
-// resolution in the torch test binaries; rm -rf does not depend on that.
-inline void remove_tree(const std::filesystem::path& p) {
-  std::string cmd = "rm -rf '" + p.string() + "'";
-  if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not remove " << p;
 }
 
 // The fixtures a script makes (tests/image/make_*.py) in test-fixtures/<name>; empty path when

@@ -10,6 +10,7 @@
 #include "frugal/image/image.h"
 #include "image/codecs.h"
 #include "image/fixtures.h"
+#include "image/peak_memory.h"
 
 using namespace frugal;
 using namespace frugal::testing;
@@ -88,21 +89,6 @@ TEST_F(PngReduced, TransformsOfAReducedDecodeStayCloseToTheFullDecodes) {
       }
     }
   }
-}
-
-std::uint64_t status_kib(const char* key) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(key, 0) == 0) return std::stoull(line.substr(std::string(key).size()));
-  return 0;
-}
-
-// Peak resident memory `f` adds, in KiB (VmHWM, reset through clear_refs).
-std::uint64_t peak_growth_kib(const std::function<void()>& f) {
-  std::ofstream("/proc/self/clear_refs") << "5";
-  const std::uint64_t before = status_kib("VmRSS:");
-  f();
-  return status_kib("VmHWM:") - before;
 }
 
 TEST_F(PngReduced, ALarge16BitPngCostsMemoryOfTheOutputNotOfTheImage) {

@@ -31,9 +31,9 @@ fs::path RegionDecode::dir_;
 
 // Boxes on, just before and just after the 8 and 16 px iMCU boundaries, and touching every edge
 // of the 333x251 images (whose last iMCU row and column are partial).
-const CropBox kBoxes[] = {{0, 0, 333, 251},   {16, 16, 100, 80}, {15, 17, 33, 31}, {17, 15, 64, 64},
-                          {31, 8, 1, 1},      {0, 200, 40, 51},  {290, 0, 43, 30}, {300, 220, 33, 31},
-                          {161, 120, 90, 77}, {47, 95, 200, 150}};
+const CropBox kRegionBoxes[] = {{0, 0, 333, 251},   {16, 16, 100, 80}, {15, 17, 33, 31}, {17, 15, 64, 64},
+                                {31, 8, 1, 1},      {0, 200, 40, 51},  {290, 0, 43, 30}, {300, 220, 33, 31},
+                                {161, 120, 90, 77}, {47, 95, 200, 150}};
 
 // The box's pixels in `region` (placed by r, at scale 8/8) against the same pixels of `full`.
 int max_diff_in_box(const Image& full, const CropBox& b, const Image& region, const JpegRegion& r) {
@@ -55,7 +55,7 @@ TEST_P(RegionDecode, FullScaleBoxEqualsTheFullDecode) {
     DecodeOptions o;
     o.channels = channels;
     Image full = decode_image(bytes_, o, GetParam());
-    for (const CropBox& b : kBoxes) {
+    for (const CropBox& b : kRegionBoxes) {
       Image region;
       JpegRegion r = decode_jpeg_region(bytes_, b, o, GetParam(), region);
       ASSERT_EQ(region.channels, full.channels);
@@ -75,7 +75,7 @@ TEST_P(RegionDecode, ScaledBoxEqualsTheScaledFullDecode) {
     whole.min_height = (251 * m + 7) / 8;
     Image full = decode_image(bytes_, whole, GetParam());
     ASSERT_EQ(full.width, (333 * m + 7) / 8);
-    for (const CropBox& b : kBoxes) {
+    for (const CropBox& b : kRegionBoxes) {
       DecodeOptions o;
       // The smallest size at which the region decoder picks m/8 for this box.
       o.min_width = (b.width * m) / 8;
@@ -112,7 +112,7 @@ TEST_P(RegionDecode, ScaledBoxEqualsTheScaledFullDecode) {
 // off in the offset moves the picture by 8-16 px and fails by far.
 TEST_P(RegionDecode, ScaledCropResizeMatchesFullDecodeCropResize) {
   Image full = decode_image(bytes_, {}, GetParam());
-  for (const CropBox& b : kBoxes) {
+  for (const CropBox& b : kRegionBoxes) {
     if (b.width < 64 || b.height < 64) continue;
     const int S = 32;
     DecodeOptions o;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "archive/string_sink.h"
 #include "archive/zip_writer.h"
 #include "dataset/labels_csv.h"
 #include "dataset/npy.h"
@@ -14,12 +15,14 @@
 #include "frugal/util/error.h"
 #include "frugal/util/hash.h"
 #include "image/fixtures.h"
+#include "test_files.h"
 
 using namespace frugal;
 
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using frugal::testing::StringSink;
 
 // A version-1 .npy file: the header dict as given, padded as numpy.save pads it.
 Bytes npy(const std::string& dict, const Bytes& data) {
@@ -46,12 +49,6 @@ Bytes u8_image(const std::string& shape, std::size_t n, std::uint8_t first) {
   for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<std::uint8_t>(first + i);
   return npy("{'descr': '|u1', 'fortran_order': False, 'shape': " + shape + ", }", data);
 }
-
-struct StringSink : ByteSink {
-  std::string s;
-  void write(const void* d, std::size_t n) override { s.append(static_cast<const char*>(d), n); }
-  std::uint64_t offset() const override { return s.size(); }
-};
 
 // A zip of stored entries (so that the loader reads them through a mapped view).
 std::string stored_zip(const std::vector<std::pair<std::string, Bytes>>& entries) {

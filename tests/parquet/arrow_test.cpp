@@ -20,7 +20,7 @@ namespace {
 
 using testing::run_python;
 
-constexpr const char* kWrite = R"PY(
+constexpr const char* kWriteArrow = R"PY(
 import io, json, os, struct, sys
 import pyarrow as pa
 from PIL import Image
@@ -101,7 +101,7 @@ class ArrowTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(testing::temp_dir("arrow"));
-    made_ = run_python(kWrite, {dir_->string()}, *dir_).has_value();
+    made_ = run_python(kWriteArrow, {dir_->string()}, *dir_).has_value();
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);

@@ -28,7 +28,7 @@ namespace {
 using testing::run_python;
 
 // Writes the tables the tests read; args: the folder. PNGs of 8x8, so the images decode.
-constexpr const char* kWrite = R"PY(
+constexpr const char* kWriteParquet = R"PY(
 import io, json, sys, os
 import pyarrow as pa, pyarrow.parquet as pq
 from PIL import Image
@@ -79,7 +79,7 @@ class ParquetTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::filesystem::path(testing::temp_dir("parquet"));
-    made_ = run_python(kWrite, {dir_->string()}, *dir_).has_value();
+    made_ = run_python(kWriteParquet, {dir_->string()}, *dir_).has_value();
   }
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*dir_);

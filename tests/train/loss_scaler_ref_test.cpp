@@ -10,17 +10,13 @@
 
 #include "frugal/checkpoint/safetensors.h"
 #include "frugal/train/amp.h"
+#include "reference_python.h"
 
 namespace frugal {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv/bin/python";
-  return fs::exists(venv) ? venv.string() : "";
-}
+using testing::python;
 
 // Bit patterns, so that NaN payloads and signed zeros count too.
 bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {

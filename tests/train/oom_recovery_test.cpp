@@ -15,15 +15,17 @@
 #include "frugal/training/train_config.h"
 #include "frugal/training/train_log.h"
 #include "frugal/models/models.h"
+#include "train/random_batches.h"
 
 namespace frugal {
 namespace {
 
 using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
+using testing::random_batches;
 
-class TinyModel : public Model {
+class TwoLayerModel : public Model {
  public:
-  TinyModel() {
+  TwoLayerModel() {
     fc1 = register_module("fc1", torch::nn::Linear(16, 8));
     fc2 = register_module("fc2", torch::nn::Linear(8, 3));
   }
@@ -32,17 +34,9 @@ class TinyModel : public Model {
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 
-Batches random_batches(int n, int size, std::uint64_t seed) {
-  torch::manual_seed(seed);
-  Batches b;
-  for (int i = 0; i < n; ++i)
-    b.emplace_back(torch::randint(0, 256, {size, 1, 4, 4}, torch::kUInt8), torch::randint(0, 3, {size}, torch::kInt64));
-  return b;
-}
-
-std::shared_ptr<TinyModel> tiny_model() {
+std::shared_ptr<TwoLayerModel> tiny_model() {
   torch::manual_seed(7);
-  return std::make_shared<TinyModel>();
+  return std::make_shared<TwoLayerModel>();
 }
 
 std::vector<torch::Tensor> weights(Model& m) {
@@ -58,8 +52,8 @@ bool same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>&
   return true;
 }
 
-struct Harness {
-  explicit Harness(int micro, OptimizerKind kind = OptimizerKind::sgd) : scaler({.enabled = false}) {
+struct TwoLayerHarness {
+  explicit TwoLayerHarness(int micro, OptimizerKind kind = OptimizerKind::sgd) : scaler({.enabled = false}) {
     model = tiny_model();
     OptimizerOptions o;
     o.kind = kind;
@@ -69,7 +63,7 @@ struct Harness {
     s.micro_batch = micro;
     step = std::make_unique<TrainStep>(*model, *opt.optimizer, scaler, s);
   }
-  std::shared_ptr<TinyModel> model;
+  std::shared_ptr<TwoLayerModel> model;
   OptimizerSetup opt;
   LossScaler scaler;
   std::unique_ptr<TrainStep> step;
@@ -112,10 +106,10 @@ TEST(OutOfMemory, RecognisesCublasAndCudnnAllocationFailuresButNotOtherErrors) {
 
 TEST(TrainStep, CublasAndCudnnWorkspaceFailuresAreRecoveredLikeOutOfMemory) {
   auto data = random_batches(2, 8, 2);
-  Harness clean(8);
+  TwoLayerHarness clean(8);
   auto rc = clean.step->run(data);
   for (const char* m : kWorkspaceFailures) {
-    Harness failing(8);
+    TwoLayerHarness failing(8);
     int injected = 0;
     failing.step->before_micro_step = [&](std::int64_t micro_step) {
       if (micro_step == 1 && injected++ == 0) TORCH_CHECK(false, m);
@@ -154,7 +148,7 @@ TEST(TrainStep, WithEqualForwardsOutOfMemoryIsABudgetErrorNotAHalving) {
 }
 
 TEST(TrainStep, OtherLibTorchErrorsAreNotTakenForOutOfMemory) {
-  Harness h(8);
+  TwoLayerHarness h(8);
   h.step->before_micro_step = [](std::int64_t) { TORCH_CHECK(false, "CUDA error: an illegal memory access"); };
   EXPECT_THROW(h.step->run(random_batches(1, 8, 3)), c10::Error);
   EXPECT_EQ(h.step->micro_batch(), 8);
@@ -192,7 +186,7 @@ struct SgdRun {
     s.micro_batch = 8;
     step = std::make_unique<TrainStep>(*model, *opt, scaler, s);
   }
-  std::shared_ptr<TinyModel> model;
+  std::shared_ptr<TwoLayerModel> model;
   std::unique_ptr<FailingSgd> opt;
   LossScaler scaler;
   std::unique_ptr<TrainStep> step;
@@ -228,7 +222,7 @@ TEST(TrainStep, OutOfMemoryInsideOptimizerStepAfterSomeUpdatesIsNotRedone) {
 }
 
 TEST(Optimizer, AdamWStateExistsBeforeTheFirstStepAndStepsAsLibTorchsOwn) {
-  Harness ours(8, OptimizerKind::adamw);
+  TwoLayerHarness ours(8, OptimizerKind::adamw);
   auto count = ours.opt.params.size();
   EXPECT_EQ(ours.opt.optimizer->state().size(), count);
   // LibTorch's AdamW with its lazily created state, same groups and options.

@@ -37,7 +37,7 @@ class TickEnv : public FaultEnv {
 };
 
 // Two classes of 12x12 .npy images (bright top rows or bright bottom rows), packed.
-fs::path make_archive(const fs::path& dir, int per_class = 24) {
+fs::path make_two_class_archive(const fs::path& dir, int per_class = 24) {
   const int side = 12;
   std::uint32_t state = 7;
   for (int k = 0; k < 2; ++k) {
@@ -109,7 +109,7 @@ std::pair<nlohmann::json, std::int64_t> newest_schedule(const fs::path& run) {
 class TimeBudgetRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { Progress::set_quiet(true); }
-  void SetUp() override { data_ = make_archive(dir_.path()); }
+  void SetUp() override { data_ = make_two_class_archive(dir_.path()); }
   TempDir dir_;
   fs::path data_;
 };

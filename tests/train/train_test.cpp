@@ -17,12 +17,14 @@
 #include "frugal/models/models.h"
 #include "train/device.h"
 #include "frugal/training/events.h"
+#include "train/random_batches.h"
 
 namespace frugal {
 namespace {
 
 namespace fs = std::filesystem;
 using Batches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
+using testing::random_batches;
 
 // A model without batch norm, so that how a step is split cannot change its gradient.
 class TinyModel : public Model {
@@ -32,14 +34,6 @@ class TinyModel : public Model {
   std::string head_prefix() const override { return "fc"; }
   torch::nn::Linear fc{nullptr};
 };
-
-Batches random_batches(int n, int size, std::uint64_t seed) {
-  torch::manual_seed(seed);
-  Batches b;
-  for (int i = 0; i < n; ++i)
-    b.emplace_back(torch::randint(0, 256, {size, 1, 4, 4}, torch::kUInt8), torch::randint(0, 3, {size}, torch::kInt64));
-  return b;
-}
 
 struct Harness {
   explicit Harness(int micro, double lr = 0.1, LossScalerOptions so = {.enabled = false}) : scaler(so) {

@@ -17,19 +17,15 @@
 
 #include "budget/fault_env.h"
 #include "frugal/weights/timm_names.h"
+#include "reference_python.h"
 
 namespace fs = std::filesystem;
 
 namespace frugal {
 namespace {
 
-std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv/bin/python";
-  return fs::exists(venv) ? venv.string() : "";
-}
-
 using Shapes = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+using testing::python;
 
 Shapes load(const fs::path& p) {
   std::ifstream f(p);

@@ -21,6 +21,7 @@
 
 #include "budget/fault_env.h"
 #include "made_once.h"
+#include "reference_python.h"
 #include "frugal/util/error.h"
 #include "frugal/util/hash.h"
 #include "frugal/weights/torch_save.h"
@@ -30,11 +31,7 @@ namespace fs = std::filesystem;
 namespace frugal {
 namespace {
 
-std::string python() {
-  if (const char* p = std::getenv("FRUGAL_PYTHON")) return p;
-  fs::path venv = fs::path(FRUGAL_SOURCE_DIR) / ".venv/bin/python";
-  return fs::exists(venv) ? venv.string() : "";
-}
+using testing::python;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
