@@ -1,6 +1,8 @@
 // Where a training run stands (train/run_progress.h).
 #include "train/run_progress.h"
 
+#include <cmath>
+
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/checkpoint_files/run_folder.h"
 #include "frugal/util/error.h"
@@ -8,6 +10,24 @@
 
 namespace frugal {
 namespace fs = std::filesystem;
+
+void EpochTally::add(const StepResult& r) {
+  ++step;
+  if (std::isfinite(r.loss)) {
+    loss_sum += r.loss * static_cast<double>(r.samples);
+    loss_samples += r.samples;
+  }
+  if (r.correct >= 0) {
+    correct += r.correct;
+    correct_samples += r.samples;
+  }
+}
+
+double EpochTally::mean_loss() const { return loss_samples > 0 ? loss_sum / static_cast<double>(loss_samples) : NAN; }
+
+double EpochTally::accuracy() const {
+  return correct_samples > 0 ? static_cast<double>(correct) / static_cast<double>(correct_samples) : NAN;
+}
 
 namespace {
 

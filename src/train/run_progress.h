@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frugal/training/train_config.h"
+#include "frugal/training/train_log.h"
 #include "frugal/util/env.h"
 #include "train/run_state.h"
 #include "train/training_data.h"
@@ -31,6 +32,16 @@ struct RunProgress {
 // One epoch's figures, from its start: the steps' mean loss, and the seconds of its steps and of
 // the collectives among them (the metrics of a run of several ranks).
 struct EpochTally {
+  // A step's figures into the epoch's: its loss when finite, its top-1 count when it has one.
+  void add(const StepResult& r);
+  // The mean loss over the epoch's samples (those trained in this session when it resumed
+  // mid-epoch), not the last step's, which varies with its batch; NaN before any.
+  double mean_loss() const;
+  // Top-1 over the same steps, in their forwards (training mode: dropout, batch statistics,
+  // augmented images), so it runs below what the weights score on the same images; NaN when the
+  // steps counted none (multi-label tags).
+  double accuracy() const;
+
   std::int64_t step = 0;                            // steps into the epoch
   double loss_sum = 0;                              // over this session's steps of the epoch (finite losses)
   std::int64_t loss_samples = 0;                    // the samples of those steps

@@ -295,15 +295,7 @@ StepResult Session::run_step(const NextStep& next, const Comm::StepPlan& plan) {
 // The step's figures: counters, the epoch's mean loss, the log and TensorBoard.
 void Session::account(std::int64_t epoch, const StepResult& r) {
   ++at_.step;
-  ++epoch_.step;
-  if (std::isfinite(r.loss)) {
-    epoch_.loss_sum += r.loss * static_cast<double>(r.samples);
-    epoch_.loss_samples += r.samples;
-  }
-  if (r.correct >= 0) {
-    epoch_.correct += r.correct;
-    epoch_.correct_samples += r.samples;
-  }
+  epoch_.add(r);
   log_->step(at_.step, horizon_->total_steps(), epoch, r, at_.lr);
   const std::int64_t planned = c_.epochs_auto() && horizon_->planned() ? horizon_->total_steps() : -1;
   // Before a time budget's plan its total is a placeholder: the points are spaced for one epoch.
@@ -424,14 +416,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   const bool validating = e.samples > 0;  // --val-split 0: no validation figures (best: the newest)
   at_.epochs_done = epoch + 1;
   nlohmann::json per = e.to_json(data_.classes)["per_class"];
-  // train_loss: the mean over the epoch's samples (those trained in this session when it resumed
-  // mid-epoch), not the last step's, which varies with its batch.
-  const double train_loss = epoch_.loss_samples > 0 ? epoch_.loss_sum / static_cast<double>(epoch_.loss_samples) : NAN;
-  // train_accuracy: top-1 over the same steps, in their forwards (training mode: dropout, batch
-  // statistics, augmented images), so it runs below what the weights score on the same images.
-  const double train_accuracy = epoch_.correct_samples > 0
-                                    ? static_cast<double>(epoch_.correct) / static_cast<double>(epoch_.correct_samples)
-                                    : NAN;
+  const double train_loss = epoch_.mean_loss(), train_accuracy = epoch_.accuracy();
   at_.metrics = {{"epoch", epoch + 1},
                  {"step", at_.step},
                  {"train_loss", train_loss},
