@@ -9,28 +9,46 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_EACH=${FUZZ_SECONDS:-20}
+JOBS=${JOBS:-$(nproc)}
 # shellcheck source=scripts/clang_asan.sh
 source "$ROOT/scripts/clang_asan.sh"
 BUILD=$ASAN_BUILD
 configure_asan
 
-failed=0
-for frag in "$ROOT"/fuzz/*.cmake; do
-  name=$(basename "$frag" .cmake)
-  ninja -C "$BUILD" -j2 "${name}_fuzz"
+# Every target is built first (one ninja call: both cores busy), then the targets run JOBS at a time:
+# each libFuzzer process uses one core, and one after another they left the other core idle.
+names=()
+for frag in "$ROOT"/fuzz/*.cmake; do names+=("$(basename "$frag" .cmake)"); done
+ninja -C "$BUILD" -j "$JOBS" "${names[@]/%/_fuzz}"
+
+run_one() {  # run_one NAME: fuzz it for SECONDS_EACH; its log in $BUILD/NAME_fuzz.log
+  local name=$1 own=()
   mkdir -p "$BUILD/corpus/$name" "$BUILD/artifacts/$name" "$ROOT/fuzz/corpus/$name"
-  echo "fuzz.sh: running ${name}_fuzz for ${SECONDS_EACH}s" >&2
-  own=()
   [[ -f $ROOT/fuzz/$name.options ]] && mapfile -t own < <(grep -v '^#' "$ROOT/fuzz/$name.options" | grep .)
-  if ! UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$BUILD/fuzz/${name}_fuzz" \
-      -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${own[@]}" \
-      -artifact_prefix="$BUILD/artifacts/$name/" "$BUILD/corpus/$name" "$ROOT/fuzz/corpus/$name" \
-      >"$BUILD/${name}_fuzz.log" 2>&1; then
-    echo "fuzz.sh: ${name}_fuzz FAILED; input in $BUILD/artifacts/$name/, log $BUILD/${name}_fuzz.log:" >&2
-    tail -40 "$BUILD/${name}_fuzz.log" >&2
-    failed=1
-  else
-    grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$BUILD/${name}_fuzz.log" | sed "s/^/${name}: /" >&2 || true
-  fi
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$BUILD/fuzz/${name}_fuzz" \
+    -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "${own[@]}" \
+    -artifact_prefix="$BUILD/artifacts/$name/" "$BUILD/corpus/$name" "$ROOT/fuzz/corpus/$name" \
+    >"$BUILD/${name}_fuzz.log" 2>&1
+}
+
+failed=0
+for ((i = 0; i < ${#names[@]}; i += JOBS)); do
+  batch=("${names[@]:i:JOBS}")
+  echo "fuzz.sh: running ${batch[*]/%/_fuzz} for ${SECONDS_EACH}s" >&2
+  pids=()
+  for name in "${batch[@]}"; do
+    run_one "$name" &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    name=${batch[$k]}
+    if ! wait "${pids[$k]}"; then
+      echo "fuzz.sh: ${name}_fuzz FAILED; input in $BUILD/artifacts/$name/, log $BUILD/${name}_fuzz.log:" >&2
+      tail -40 "$BUILD/${name}_fuzz.log" >&2
+      failed=1
+    else
+      grep -E "^stat::number_of_executed_units|^stat::new_units_added" "$BUILD/${name}_fuzz.log" | sed "s/^/${name}: /" >&2 || true
+    fi
+  done
 done
 exit $failed
