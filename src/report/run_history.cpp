@@ -146,22 +146,24 @@ nlohmann::json read_events(std::string_view bytes) {
   return out;
 }
 
-namespace {
-
-nlohmann::json read_metrics(const std::filesystem::path& file) {
+nlohmann::json read_metrics_lines(std::string_view text) {
   nlohmann::json lines = nlohmann::json::array();
-  const auto text = read_regular_at_most(file, 256ull << 20);
-  if (!text) return lines;
   std::size_t start = 0;
-  while (start < text->size()) {
-    std::size_t end = text->find('\n', start);
-    if (end == std::string::npos) end = text->size();
-    auto line = nlohmann::json::parse(text->begin() + static_cast<std::ptrdiff_t>(start),
-                                      text->begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    auto line = nlohmann::json::parse(text.substr(start, end - start), nullptr, false);
     if (line.is_object()) lines.push_back(std::move(line));
     start = end + 1;
   }
   return lines;
+}
+
+namespace {
+
+nlohmann::json read_metrics(const std::filesystem::path& file) {
+  const auto text = read_regular_at_most(file, 256ull << 20);
+  return text ? read_metrics_lines(*text) : nlohmann::json::array();
 }
 
 // The events files, oldest first (their names begin with the session's start in seconds).

@@ -59,6 +59,10 @@ nlohmann::json read_run_history(const std::filesystem::path& run);
 // the file's first and last wall time and step ("start", "end", "first_step", "last_step").
 nlohmann::json read_events(std::string_view bytes);
 
+// metrics.jsonl's text as an array of its lines' objects: a line that is not a JSON object (torn,
+// hand-edited) is skipped.
+nlohmann::json read_metrics_lines(std::string_view text);
+
 // A thumbnail of an encoded image (any format image.h decodes) as a data: URI of a JPEG whose longer
 // side is at most `max_side` pixels. Error(invalid) for an image that does not decode.
 std::string thumbnail_data_uri(std::span<const std::uint8_t> bytes, int max_side, const std::string& where);
