@@ -1,6 +1,7 @@
 #include "frugal/dataset/sampler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "frugal/util/error.h"
 #include "frugal/image/image.h"
@@ -72,6 +73,29 @@ std::int64_t epoch_batches(std::size_t n, const LoaderOptions& o) {
   return batch_count(static_cast<std::int64_t>(n), global_batch_size(o), o.drop_last);
 }
 
+std::vector<std::size_t> weighted_epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch,
+                                              const std::vector<double>& weights) {
+  std::vector<double> cdf(weights.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i]) || weights[i] < 0)
+      fail(ErrorKind::usage, "sample weights", "finite weights >= 0", std::to_string(weights[i]), "");
+    sum += weights[i];
+    cdf[i] = sum;
+  }
+  if (weights.size() != n || !(sum > 0))
+    fail(ErrorKind::usage, "sample weights", std::to_string(n) + " weights with a positive sum",
+         std::to_string(weights.size()) + " summing to " + std::to_string(sum), "");
+  Rng rng(mix_seed(mix_seed(seed, 0xba1a9cedULL), static_cast<std::uint64_t>(epoch)));
+  std::vector<std::size_t> order(n);
+  for (auto& o : order) {
+    const double u = rng.uniform() * sum;
+    const auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
+    o = std::min<std::size_t>(static_cast<std::size_t>(it - cdf.begin()), n - 1);
+  }
+  return order;
+}
+
 EpochPlan EpochPlan::make(std::size_t size, const LoaderOptions& o, std::int64_t epoch, std::int64_t position,
                           const std::string& who) {
   return make(size, o, epoch, position, who, IoGroups{});
@@ -85,7 +109,8 @@ EpochPlan EpochPlan::make(std::size_t size, const LoaderOptions& o, std::int64_t
          "");
   EpochPlan p;
   p.epoch = epoch;
-  p.order = epoch_order(size, o.seed, epoch, o.shuffle, groups);
+  p.order = !o.sample_weights.empty() ? weighted_epoch_order(size, o.seed, epoch, o.sample_weights)
+                                      : epoch_order(size, o.seed, epoch, o.shuffle, groups);
   p.batch = o.batch_size;
   p.global_batch = global_batch_size(o);
   p.shard = o.shard;

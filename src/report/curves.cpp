@@ -264,7 +264,8 @@ std::string curves_section(const nlohmann::json& doc) {
   if (!h.metrics.count("train_accuracy"))
     out +=
         "<p class=\"note\" id=\"no-train-accuracy\">Training accuracy is not recorded by this run: a multi-label "
-        "run's tags have no top-1, and runs of frugal before it was counted kept the training loss only.</p>";
+        "run's tags have no top-1, nor has an image mixed by mixup or cutmix, and runs of frugal before it was "
+        "counted kept the training loss only.</p>";
   return out + "</section>";
 }
 

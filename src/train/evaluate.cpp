@@ -82,12 +82,32 @@ std::vector<Prediction> worst_of_chunk(const torch::Tensor& logits, const torch:
 // What evaluate() adds up, on the device: the loss, per class the images right and seen, all the
 // images seen; a multi-label model's tag counts; when asked, the confusion matrix (flat, true *
 // classes + predicted) and the worst images (on the host).
+}  // namespace
+
+std::optional<Tta> parse_tta(const std::string& text) {
+  if (text == "none") return Tta::none;
+  if (text == "flip") return Tta::flip;
+  return std::nullopt;
+}
+
+const char* to_string(Tta tta) { return tta == Tta::flip ? "flip" : "none"; }
+
+torch::Tensor forward_tta(Model& model, const torch::Tensor& x, Tta tta) {
+  torch::Tensor logits = model.forward(x).to(torch::kFloat32);
+  if (tta == Tta::none) return logits;
+  torch::Tensor mirrored = model.forward(x.flip(3)).to(torch::kFloat32);
+  return (logits + mirrored) * 0.5;
+}
+
+namespace {
+
 struct EvalTally {
   torch::Tensor loss_sum, correct, count, seen, confusion;
   std::optional<MultiLabelTally> tags;
   std::optional<WorstPredictions> worst;
+  Tta tta = Tta::none;
 
-  EvalTally(int num_classes, const EvalOptions& e, const torch::Device& device) {
+  EvalTally(int num_classes, const EvalOptions& e, const torch::Device& device) : tta(e.tta) {
     auto dev = torch::TensorOptions().device(device);
     loss_sum = torch::zeros({}, dev.dtype(torch::kFloat64));
     correct = torch::zeros({num_classes}, dev.dtype(torch::kInt64));
@@ -106,7 +126,7 @@ struct EvalTally {
     torch::Tensor logits;
     {
       AutocastGuard autocast(options.device.type(), options.amp);
-      logits = model.forward(x).to(torch::kFloat32);
+      logits = forward_tta(model, x, tta);
     }
     TORCH_CHECK(y.dim() == (tags ? 2 : 1), "evaluation: expected ", tags ? "multi-label targets" : "class indices",
                 ", found labels of ", y.dim(), " dimensions");

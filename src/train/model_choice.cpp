@@ -260,19 +260,27 @@ void TrainedModel::prepare_to_train(const TrainConfig& c) {
   o.kind = c.optimizer;
   o.lr = c.lr;
   o.weight_decay = c.weight_decay;
+  o.backbone_lr_scale = c.lr_backbone;
   opt = make_optimizer(*model, o);
   LossScalerOptions so;
   so.enabled = amp == AmpMode::fp16;
   scaler = std::make_unique<LossScaler>(so, device);
 
   step_options.micro_batch = c.batch_size;
-  step_options.label_smoothing = c.label_smoothing;
+  test_size = c.test_size;
+  apply_recipe(c);
   step_options.clip_grad_norm = c.clip_grad_norm;
   step_options.amp = amp;
   step_options.device = device;
   step_options.channels_last = true;
   step_options.mean = info.mean;
   step_options.std = info.std;
+}
+
+void TrainedModel::apply_recipe(const TrainConfig& c) {
+  if (c.ema > 0 && !ema) ema = std::make_unique<WeightAverage>(*model, c.ema);
+  step_options.label_smoothing = c.label_smoothing;
+  eval_options.tta = c.tta_flip ? Tta::flip : Tta::none;
 }
 
 NamedTensors TrainedModel::param_names() const { return NamedTensors(opt.params.begin(), opt.params.end()); }
@@ -283,6 +291,7 @@ std::pair<std::uint64_t, std::uint64_t> TrainedModel::checkpoint_bytes() const {
   for (const auto& [name, t] : optimizer_state(*opt.optimizer, param_names())) state_bytes += t.nbytes();
   for (const auto& [name, t] : scaler->state()) state_bytes += t.nbytes();
   state_bytes += cpu_rng_state().nbytes();
+  if (ema) state_bytes += weight_bytes;  // the trained weights beside their average
   return {weight_bytes, state_bytes};
 }
 
@@ -293,6 +302,8 @@ Checkpoint TrainedModel::checkpoint(const RunState& s, const RunIdentity& identi
   ck.weights = to_named(state_dict(*model));
   ck.state = optimizer_state(*opt.optimizer, param_names());
   put_trainer_tensors(ck, *scaler, device);
+  if (ema) ema->put(ck);
+  if (test_size > 0) ck.model.image_size = test_size;  // eval, predict and export read it at this size
   s.to_checkpoint(ck);
   ck.config = identity.to_json();
   return ck;

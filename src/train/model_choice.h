@@ -26,6 +26,7 @@
 #include "train/distributed.h"
 #include "train/run_state.h"
 #include "train/training_data.h"
+#include "train/weight_average.h"
 
 namespace frugal {
 
@@ -39,15 +40,22 @@ struct TrainedModel {
   std::unique_ptr<LossScaler> scaler;
   StepOptions step_options;
   EvalOptions eval_options;  // the evaluation chunk that fits, kept across epochs
+  std::unique_ptr<WeightAverage> ema;
+  int test_size =
+      0;  // --test-size: what checkpoints record as the model's image size (0: info.image_size)  // --ema: the weights' average, what is evaluated and saved as the weights
 
   // Once placed on its device: channels-last, gradient checkpointing, training mode, and the
-  // optimizer, the loss scaler and what every step is run with.
+  // optimizer, the loss scaler, the weights' average and what every step is run with.
   void prepare_to_train(const TrainConfig& c);
+  // The recipe's options the model holds: the weights' average (made now, from the weights, when
+  // c.ema asks for one and there is none), label smoothing and the validation's test-time flip.
+  void apply_recipe(const TrainConfig& c);
   // The optimizer's state by parameter name, as a checkpoint holds it.
   NamedTensors param_names() const;
   // The bytes a checkpoint holds: the weights, and the optimizer's and trainer's state.
   std::pair<std::uint64_t, std::uint64_t> checkpoint_bytes() const;
   // A full checkpoint: the weights, the optimizer's and trainer's state, `s` and the run's identity.
+  // With --ema the weights are the average, the trained weights are trainer state (WeightAverage::put).
   Checkpoint checkpoint(const RunState& s, const RunIdentity& identity) const;
   // config.json (run_config()): the run's identity, the model's input, what this session resolved
   // (device, precision, micro-batch) and `data`, which files train and validate.

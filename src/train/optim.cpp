@@ -43,47 +43,58 @@ void create_state(torch::optim::Optimizer& optimizer) {
 
 OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& o) {
   OptimizerSetup setup;
-  std::vector<torch::Tensor> decay, no_decay;
-  std::vector<std::pair<std::string, torch::Tensor>> decay_named, no_decay_named;
+  // Groups: decayed, then not decayed (biases and norm scales/shifts are 1-D: decaying them only
+  // fights the normalization); with a backbone rate, each of them for the head, then the backbone.
+  const bool split = o.backbone_lr_scale != 1.0;
+  const std::string head = model.head_prefix();
+  struct Group {
+    std::vector<torch::Tensor> params;
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    double weight_decay, scale;
+  };
+  std::vector<Group> groups = {{{}, {}, o.weight_decay, 1.0}, {{}, {}, 0.0, 1.0}};
+  if (split) {
+    groups.push_back({{}, {}, o.weight_decay, o.backbone_lr_scale});
+    groups.push_back({{}, {}, 0.0, o.backbone_lr_scale});
+  }
   for (auto& p : model.named_parameters()) {
     if (!p.value().requires_grad()) continue;
-    // Biases and norm scales/shifts are 1-D; decaying them only fights the normalization.
-    if (p.value().dim() <= 1) {
-      no_decay.push_back(p.value());
-      no_decay_named.emplace_back(p.key(), p.value());
-    } else {
-      decay.push_back(p.value());
-      decay_named.emplace_back(p.key(), p.value());
-    }
+    const bool backbone = split && !(p.key() == head || p.key().rfind(head + ".", 0) == 0);
+    Group& g = groups[(backbone ? 2 : 0) + (p.value().dim() <= 1 ? 1 : 0)];
+    g.params.push_back(p.value());
+    g.named.emplace_back(p.key(), p.value());
   }
-  setup.params = decay_named;
-  setup.params.insert(setup.params.end(), no_decay_named.begin(), no_decay_named.end());
+  for (const Group& g : groups) setup.params.insert(setup.params.end(), g.named.begin(), g.named.end());
   if (setup.params.empty())
     fail(ErrorKind::usage, "{freeze}", "some parameters left to train", "every parameter frozen",
          "freeze fewer prefixes");
 
-  if (o.kind == OptimizerKind::adamw) {
-    using torch::optim::AdamWOptions;
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, std::make_unique<AdamWOptions>(AdamWOptions(o.lr).weight_decay(o.weight_decay)));
-    groups.emplace_back(no_decay, std::make_unique<AdamWOptions>(AdamWOptions(o.lr).weight_decay(0.0)));
-    setup.optimizer = std::make_unique<torch::optim::AdamW>(std::move(groups), AdamWOptions(o.lr));
-  } else {
-    using torch::optim::SGDOptions;
-    auto opts = [&](double wd) {
-      return std::make_unique<SGDOptions>(SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(wd));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, opts(o.weight_decay));
-    groups.emplace_back(no_decay, opts(0.0));
-    setup.optimizer = std::make_unique<torch::optim::SGD>(std::move(groups), SGDOptions(o.lr));
+  std::vector<torch::optim::OptimizerParamGroup> param_groups;
+  for (const Group& g : groups) {
+    if (g.params.empty()) continue;  // e.g. a head of 2-D weights only, or all of it frozen
+    const double lr = o.lr * g.scale;
+    setup.lr_scale.push_back(g.scale);
+    if (o.kind == OptimizerKind::adamw)
+      param_groups.emplace_back(g.params, std::make_unique<torch::optim::AdamWOptions>(
+                                              torch::optim::AdamWOptions(lr).weight_decay(g.weight_decay)));
+    else
+      param_groups.emplace_back(
+          g.params,
+          std::make_unique<torch::optim::SGDOptions>(
+              torch::optim::SGDOptions(lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(g.weight_decay)));
   }
+  if (o.kind == OptimizerKind::adamw)
+    setup.optimizer = std::make_unique<torch::optim::AdamW>(std::move(param_groups), torch::optim::AdamWOptions(o.lr));
+  else
+    setup.optimizer = std::make_unique<torch::optim::SGD>(std::move(param_groups), torch::optim::SGDOptions(o.lr));
   create_state(*setup.optimizer);
   return setup;
 }
 
-void set_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+void set_lr(OptimizerSetup& setup, double lr) {
+  auto& groups = setup.optimizer->param_groups();
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    groups[i].options().set_lr(lr * (i < setup.lr_scale.size() ? setup.lr_scale[i] : 1.0));
 }
 
 int freeze(Model& model, const std::vector<std::string>& prefixes) {

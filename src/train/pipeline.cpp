@@ -343,7 +343,7 @@ class PipelineStep : public TrainStep {
   // step's `total` samples; its sum and top-1 count added to the step's.
   void last_stage_loss(Slot& s, const Micro& m, std::int64_t total, torch::Tensor& loss_sum, torch::Tensor& correct) {
     auto y = m.labels.to(options_.device, /*non_blocking=*/true);
-    auto loss = classification_loss(s.output.to(torch::kFloat32), y, options_.label_smoothing);
+    auto loss = classification_loss(s.output.to(torch::kFloat32), y, options_.label_smoothing, options_.class_weights);
     const double share = static_cast<double>(m.size) / static_cast<double>(total);
     s.loss = scaler_.scale(loss * share);
     loss_sum += loss.detach() * static_cast<double>(m.size);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "frugal/training/global_batch.h"
+#include "frugal/training/recipe.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/units.h"
@@ -24,6 +25,7 @@ ResumePoint Resume::load(CheckpointManager& manager, TrainedModel& m) {
     fail(ErrorKind::usage, run_dir_.string(), "a run to {extend}: a checkpoint in the run folder", "none",
          "leave out {extend} to start this run, or name the run folder of the run to go on with");
   if (!resume_) return {};
+  take_saved_recipe(m);
   check_learns_the_same(m.info);
   return from_checkpoint(m);
 }
@@ -33,6 +35,9 @@ ResumePoint Resume::from_checkpoint(TrainedModel& m) {
   load_weights(*m.model, ck.weight_map(), false);
   load_optimizer_state(*m.opt.optimizer, m.param_names(), ck);
   load_trainer_tensors(ck, *m.scaler, m.device);
+  // With --ema the checkpoint's weights are the average (loaded above) and the trained ones are
+  // trainer state; a checkpoint without them starts the average from its weights.
+  if (m.ema && !m.ema->load(ck)) m.ema->reset();
   const RunState saved = RunState::from_checkpoint(ck, c_.batch_size);
   ResumePoint p;
   p.at.step = saved.step;
@@ -56,6 +61,22 @@ ResumePoint Resume::from_checkpoint(TrainedModel& m) {
        std::to_string(p.at.step) + ")");
   resume_->ckpt = Checkpoint{};  // the tensors are in the model now
   return p;
+}
+
+// `--recipe auto` goes on with what the run chose when its plan was made (config "recipe"); a run
+// from before recipes trained with the default one.
+void Resume::take_saved_recipe(TrainedModel& m) {
+  if (c_.recipe != "auto") return;
+  const nlohmann::json& saved = resume_->ckpt.config;
+  if (frugal::take_saved_recipe(c_, saved)) {
+    note("recipe: " + c_.recipe + " (the run's own, chosen when it started)");
+  } else if (!saved.contains("recipe")) {
+    apply_recipe(c_, "default");  // before recipes; "auto" never planned or damaged: the check below says so
+  } else {
+    return;
+  }
+  identity_.config = c_;
+  m.apply_recipe(c_);
 }
 
 // A resume must learn what the run was learning: a damaged checkpoint is bad input (exit 3), a

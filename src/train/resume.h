@@ -32,10 +32,11 @@ struct ResumePoint {
 
 class Resume {
  public:
-  Resume(const TrainConfig& c, const std::filesystem::path& run_dir, const RunIdentity& identity)
+  Resume(TrainConfig& c, const std::filesystem::path& run_dir, RunIdentity& identity)
       : c_(c), run_dir_(run_dir), identity_(identity) {}
   // Read-only: the checkpoint `manager` resumes from (none with --fresh), refused when it would
   // change what is learned, loaded into `m` (weights, optimizer and trainer state, micro-batch).
+  // `--recipe auto` takes the recipe the run chose (in c and the identity, and m's options).
   ResumePoint load(CheckpointManager& manager, TrainedModel& m);
 
  private:
@@ -44,10 +45,11 @@ class Resume {
   bool check_budget_extension(std::vector<std::string>& changes) const;
   std::string where() const;  // the checkpoint, for messages
   ResumePoint from_checkpoint(TrainedModel& m);
+  void take_saved_recipe(TrainedModel& m);
 
-  const TrainConfig& c_;
+  TrainConfig& c_;
   const std::filesystem::path& run_dir_;
-  const RunIdentity& identity_;
+  RunIdentity& identity_;
   std::optional<CheckpointManager::Resume> resume_;
   bool new_tail_ = false;
 };

@@ -13,10 +13,43 @@
 #include "frugal/training/global_batch.h"
 #include "frugal/train/train_session.h"
 #include "frugal/budget/time_budget.h"
+#include "frugal/image/image.h"
+#include "frugal/training/class_weights.h"
+#include "frugal/training/recipe.h"
+#include "frugal/util/terminal.h"
+#include "train/batch_mix.h"
 #include "train/device.h"
 
 namespace frugal {
 namespace fs = std::filesystem;
+namespace {
+
+// The weights' average (--ema) in the model for a scope: swapped in, and back out however the
+// scope ends.
+class AverageInPlace {
+ public:
+  explicit AverageInPlace(WeightAverage* average) : average_(average) {
+    if (average_) average_->swap();
+  }
+  ~AverageInPlace() {
+    if (average_) average_->swap();
+  }
+  AverageInPlace(const AverageInPlace&) = delete;
+  AverageInPlace& operator=(const AverageInPlace&) = delete;
+
+ private:
+  WeightAverage* average_;
+};
+
+// The seed of the mixup/cutmix draw for the `batch`th batch of step `step` on `replica`: a stream
+// of its own, so the loaders' sample seeds stay what they were.
+std::uint64_t mix_draw_seed(std::uint64_t seed, std::int64_t step, int replica, std::size_t batch) {
+  constexpr std::uint64_t kMixStream = 0x6d69787570ULL;  // "mixup"
+  std::uint64_t s = mix_seed(mix_seed(seed, kMixStream), static_cast<std::uint64_t>(step));
+  return mix_seed(mix_seed(s, static_cast<std::uint64_t>(replica)), batch);
+}
+
+}  // namespace
 
 // The model (ModelChoice), placed on its device and ready to train. A pipeline's stage (which
 // pieces go to this rank's device) is decided with the other ranks first.
@@ -187,6 +220,8 @@ void Session::average_buffers() {
   std::vector<torch::Tensor> floating;
   for (auto& b : m_.model->buffers())
     if (b.is_floating_point()) floating.push_back(b);
+  if (m_.ema)  // the average's statistics too: every rank evaluates, and rank 0 saves, the same
+    for (auto& b : m_.ema->floating_buffers()) floating.push_back(b);
   parallel_->average(floating);
 }
 
@@ -210,6 +245,7 @@ void Session::fits_one_step_together() {
 
 // An epoch starts: the loader at its position, this epoch's figures from zero.
 void Session::start_epoch(std::int64_t epoch, std::int64_t position) {
+  grow_images(epoch);
   stop_->restart_step_clock();  // this epoch's first step waits for the loader to start
   data_.train_loader->start(epoch, position);
   epoch_ = EpochTally{};
@@ -271,8 +307,8 @@ Comm::StepPlan Session::agree_on_step(const NextStep& next) {
   return plan;
 }
 
-StepResult Session::run_step(const NextStep& next, const Comm::StepPlan& plan) {
-  set_lr(*m_.opt.optimizer, at_.lr);
+StepResult Session::run_step(std::int64_t epoch, const NextStep& next, const Comm::StepPlan& plan) {
+  set_lr(m_.opt, at_.lr);
   // Dropout on each rank draws from a generator seeded by (seed, rank, step): the checkpoint holds
   // rank 0's generator only, and ranks that drew for batches of other sizes would not resume as
   // they ran. So a resumed rank draws what it would have drawn, whatever the world size before.
@@ -288,13 +324,17 @@ StepResult Session::run_step(const NextStep& next, const Comm::StepPlan& plan) {
   ++session_steps_;
   // A time budget too short for one epoch is refused at the first plan, a few steps in: until
   // then nothing is written either.
-  if (horizon_->planned()) begin_writing();
+  if (horizon_->planned()) {
+    choose_recipe(epoch, next.position, false);
+    begin_writing();
+  }
   return r;
 }
 
 // The step's figures: counters, the epoch's mean loss, the log and TensorBoard.
 void Session::account(std::int64_t epoch, const StepResult& r) {
   ++at_.step;
+  if (m_.ema) m_.ema->update(at_.step);
   epoch_.add(r);
   log_->step(at_.step, horizon_->total_steps(), epoch, r, at_.lr);
   const std::int64_t planned = c_.epochs_auto() && horizon_->planned() ? horizon_->total_steps() : -1;
@@ -324,7 +364,7 @@ bool Session::train_epoch(std::int64_t epoch, std::int64_t& position) {
       checkpoint(epoch, position, epoch, true);
       return false;
     }
-    const StepResult r = run_step(next, plan);
+    const StepResult r = run_step(epoch, next, plan);
     position = next.position;
     account(epoch, r);
     if (save_due(plan)) checkpoint(epoch, position, epoch, false);
@@ -337,6 +377,7 @@ EvalResult Session::evaluate_epoch(double& secs) {
   secs = 0;
   if (data_.val->size() == 0) return {};
   auto t0 = env_.steady_now();
+  AverageInPlace average(m_.ema.get());  // with --ema the average is what is evaluated
   const Parallelism::Evaluation how = parallel_->for_evaluation(*m_.model, *data_.val_loader, m_.eval_options);
   EvalResult e =
       evaluate(how.model, how.batches, static_cast<int>(data_.classes.size()), m_.step_options, &m_.eval_options);
@@ -407,6 +448,7 @@ bool Session::end_of_epoch(std::int64_t epoch, std::int64_t position) {
   // An epoch shorter than the steps timed for the first plan is planned here, before writing. A
   // plan made at the loop's top (plan_ends_here) may end the epoch before a step began writing.
   if (!horizon_->planned()) horizon_->update(at_.step, true);
+  if (horizon_->planned()) choose_recipe(epoch, position, true);
   begin_writing();
   const double step_comm = comm_->comm_seconds() - epoch_.comm_at_start;  // the steps' collectives
   average_buffers();  // every rank evaluates the same model, on its shard of the validation set
@@ -503,8 +545,13 @@ SessionOutcome Session::train() {
   if (dist_env_ && dist_env_->rank != 0) Progress::set_quiet(true);  // rank 0 speaks for the run
   data_ = TrainingData::open(c_, run_dir_, env_);
   build_model();
+  weigh_classes();
   c_.decode = choose_decode(c_, m_.device, *data_.train);
   join_group();
+  if (c_.recipe == "auto" && comm_->grouped()) {  // each process would plan alone
+    note("recipe: default (auto chooses from one process's plan; with several processes, give {recipe})");
+    apply_recipe(c_, "default");
+  }
   identity_ = {c_, data_.classes, static_cast<std::int64_t>(data_.train->size()), replicas()};
   prepare_resume();
   start_together();
@@ -515,6 +562,7 @@ SessionOutcome Session::train() {
     run_->require_free_space();  // a run with nothing left to train saves nothing
   if (comm_->grouped() && c_.sync_bn) m_.step_options.equal_forwards = c_.batch_size;
   step_ = parallel_->make_step(*m_.model, *m_.opt.optimizer, *m_.scaler, m_.step_options);
+  set_mix();
   log_ = std::make_unique<TrainLog>(c_.json, env_);
   say_plan();
   check_validation_up_front();
@@ -526,6 +574,111 @@ SessionOutcome Session::train() {
     if (!end_of_epoch(epoch, position)) return stopped();
   }
   return finish();
+}
+
+// --progressive: this epoch's training image size (progressive_size, over the epochs planned so
+// far: a time budget's plan may move the ramp); a new size makes new loaders, the batch kept.
+void Session::grow_images(std::int64_t epoch) {
+  if (c_.progressive <= 0) return;
+  const std::int64_t epochs =
+      c_.epochs_auto() ? (horizon_->total_steps() + steps_per_epoch_ - 1) / std::max<std::int64_t>(1, steps_per_epoch_)
+                       : c_.epochs;
+  const int size = progressive_size(c_.progressive, m_.info.image_size, epoch, epochs);
+  if (size == (train_size_ > 0 ? train_size_ : m_.info.image_size)) return;
+  train_size_ = size == m_.info.image_size ? 0 : size;
+  note("epoch " + std::to_string(epoch + 1) + ": training images of " + std::to_string(size) + " px ({progressive} " +
+       std::to_string(c_.progressive) + " to " + std::to_string(m_.info.image_size) + ")");
+  make_loaders();
+}
+
+// --recipe auto with a time budget, once the plan is made (before anything is written): the recipe
+// for the epochs it buys (training/recipe.h), said in one line and recorded in config.json. Its
+// options take effect from the next step: the steps before it trained with the defaults, and no
+// checkpoint holds them, so a resumed run and an uninterrupted one train alike from every
+// checkpoint on. A new augmentation restarts the training loader where it stands.
+void Session::choose_recipe(std::int64_t epoch, std::int64_t position, bool epoch_done) {
+  if (c_.recipe != "auto") return;
+  const double epochs = static_cast<double>(horizon_->total_steps()) / static_cast<double>(steps_per_epoch_);
+  const std::string name = recipe_for_epochs(epochs);
+  const AugmentOptions augment_before = c_.augment;
+  if (c_.decode == DecodeChoice::gpu)  // its kernel crops, resizes and flips only: keep the augmentation
+    for (const char* key : {"augment", "random_erasing"}) c_.given.emplace_back(key);
+  std::vector<std::string> set = apply_recipe(c_, name);
+  std::string without;
+  // Checkpoints with the weights' average hold the weights twice (a third larger with AdamW's
+  // state): a run sized to a disk budget would stop for room, so under one auto leaves it out.
+  if (c_.ema > 0 && !m_.ema && c_.disk_budget) {
+    c_.ema = 0;
+    std::erase_if(set, [](const std::string& s) { return s.rfind("ema ", 0) == 0; });
+    without =
+        " (without its weight average, whose checkpoints are a third larger: {disk_budget} is set; give {ema} "
+        "to have it)";
+  }
+  identity_.config = c_;
+  std::string list;
+  for (const std::string& s : set) list += (list.empty() ? "" : ", ") + s;
+  char planned[32];
+  std::snprintf(planned, sizeof planned, "%.1f", epochs);
+  note("recipe: " + name + " (auto: the time budget buys " + planned + " epochs; {recipe} chooses another)" +
+       (list.empty() ? std::string() : ": " + list) + without);
+  m_.apply_recipe(c_);
+  step_->set_label_smoothing(c_.label_smoothing);
+  set_mix();
+  if (c_.augment == augment_before) return;
+  make_loaders();
+  if (!epoch_done) data_.train_loader->start(epoch, position);
+}
+
+// --class-weights: each class's weight in the training loss, from the training set's counts or a
+// file, said in one line.
+void Session::weigh_classes() {
+  if (c_.class_weights.empty() && !c_.balanced_sampler) return;
+  if (m_.info.multi_label)
+    fail(ErrorKind::usage, c_.balanced_sampler ? "{sampler} balanced" : "{class_weights} " + c_.class_weights,
+         "data of one class per image", "tags (multi-label data)",
+         "leave it out: an image with several tags has no one class to weigh");
+  std::vector<std::int64_t> counts(data_.classes.size(), 0);
+  for (std::size_t i = 0; i < data_.train->size(); ++i)
+    if (const int label = data_.train->label(i); label >= 0) ++counts[static_cast<std::size_t>(label)];
+  if (c_.balanced_sampler) {  // each class drawn alike: its images share one class's weight
+    data_.sample_weights.assign(data_.train->size(), 0.0);
+    for (std::size_t i = 0; i < data_.train->size(); ++i)
+      if (const int label = data_.train->label(i); label >= 0)
+        data_.sample_weights[i] = 1.0 / static_cast<double>(counts[static_cast<std::size_t>(label)]);
+    note("sampler: balanced (each epoch draws " + count_of(data_.train->size(), "image") +
+         " with replacement, every class alike)");
+  }
+  if (c_.class_weights.empty()) return;
+  const std::vector<double> w = class_weights(c_.class_weights, data_.classes, counts);
+  std::string line;
+  for (std::size_t i = 0; i < w.size() && i < 8; ++i) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.3g", w[i]);
+    line += (i ? ", " : "") + printable(data_.classes[i]) + " " + v;
+  }
+  if (w.size() > 8) line += ", ... (" + std::to_string(w.size()) + " classes)";
+  note("class weights (" + std::string(c_.class_weights == "auto" ? "balanced" : c_.class_weights) + "): " + line);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (counts[i] == 0 && c_.class_weights == "auto")
+      warn("class " + printable(data_.classes[i]) + " has no training image: weight 0");
+  m_.step_options.class_weights =
+      torch::tensor(std::vector<float>(w.begin(), w.end()), torch::TensorOptions().dtype(torch::kFloat32))
+          .to(m_.device);
+}
+
+// --mixup/--cutmix: the step mixes each batch with a draw of its own (train/batch_mix.h).
+void Session::set_mix() {
+  MixOptions o;
+  o.mixup = c_.mixup;
+  o.cutmix = c_.cutmix;
+  o.label_smoothing = c_.label_smoothing;
+  o.classes = static_cast<int>(data_.classes.size());
+  o.multi_label = m_.info.multi_label;
+  if (!o.enabled()) return;
+  step_->mix = [this, o](torch::Tensor& x, const torch::Tensor& labels, std::size_t batch) {
+    const std::uint64_t seed = mix_draw_seed(c_.seed, at_.step, parallel_->replica(), batch);
+    return mix_batch(x, labels, draw_mix(o, x.size(2), x.size(3), seed), o);
+  };
 }
 
 // The deadline and signals held against a step that never returns (a module's forward can loop
@@ -556,7 +709,9 @@ void Session::start_together() {
 
 // The loaders (TrainingData::make_loaders), and the steps they make.
 void Session::make_loaders() {
-  data_.make_loaders(c_, m_.info.image_size, m_.device, {parallel_->replica(), replicas(), parallel_->reads_images()});
+  const int eval_size = c_.test_size > 0 ? c_.test_size : m_.info.image_size;
+  data_.make_loaders(c_, eval_size, m_.device, {parallel_->replica(), replicas(), parallel_->reads_images()},
+                     train_size_ > 0 ? train_size_ : m_.info.image_size);
   steps_per_epoch_ = (data_.train_loader->batches_per_epoch() + c_.accum - 1) / c_.accum;
 }
 

@@ -68,6 +68,9 @@ class Session {
   void start_together();
   void make_loaders();
   void say_plan() const;
+  void set_mix();
+  void weigh_classes();
+  void grow_images(std::int64_t epoch);
   SessionOutcome finish();
   void begin_writing();
   // The epoch loop and its parts, in the order a step goes through them.
@@ -80,7 +83,8 @@ class Session {
   bool plan_ends_here();
   NextStep next_batches(std::int64_t position);
   Comm::StepPlan agree_on_step(const NextStep& next);
-  StepResult run_step(const NextStep& next, const Comm::StepPlan& plan);
+  StepResult run_step(std::int64_t epoch, const NextStep& next, const Comm::StepPlan& plan);
+  void choose_recipe(std::int64_t epoch, std::int64_t position, bool epoch_done);
   void account(std::int64_t epoch, const StepResult& r);
   bool cadence_due(std::int64_t step);
   bool save_due(const Comm::StepPlan& plan);
@@ -131,6 +135,7 @@ class Session {
   std::unique_ptr<Parallelism> parallel_;  // where the model lives over them (data parallel, pipeline stages)
   ResumePoint from_;                       // where this session started: the resumed step, loader position and plan
   std::int64_t steps_per_epoch_ = 0;
+  int train_size_ = 0;  // --progressive: the training batches' image size now (0: the model's)
 
   // Per session: where the run stands and what the session has told and written.
   Env::SteadyTime last_save_;

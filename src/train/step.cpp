@@ -12,6 +12,7 @@
 #include "frugal/training/train_log.h"
 #include "frugal/models/models.h"
 #include "frugal/loader/oom.h"
+#include "train/batch_mix.h"
 #include "train/device.h"
 
 namespace frugal {
@@ -23,13 +24,15 @@ torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& o) {
   return x;
 }
 
-torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing) {
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing,
+                                  const torch::Tensor& class_weights) {
   if (labels.dim() == 2) {
     auto y = labels.to(logits.scalar_type());
     if (label_smoothing > 0) y = y * (1.0 - label_smoothing) + label_smoothing / 2.0;
     return torch::binary_cross_entropy_with_logits(logits, y);
   }
   auto ce = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing);
+  if (class_weights.defined()) ce.weight(class_weights);
   return torch::nn::functional::cross_entropy(logits, labels, ce);
 }
 
@@ -102,6 +105,24 @@ std::vector<torch::Tensor> TrainStep::trainable() const {
   return out;
 }
 
+// Mixup/cutmix mix the whole batch (not each micro-batch), so a smaller micro-batch after an
+// out-of-memory error trains on what the larger one would have. Undefined tensors: no mixing.
+std::pair<torch::Tensor, torch::Tensor> TrainStep::mixed_batch(std::size_t b, const torch::Tensor& images,
+                                                               const torch::Tensor& labels) {
+  if (!mix || images.size(0) == 0) return {};
+  torch::Tensor x = prepare_batch(images, options_);
+  torch::Tensor y = mix(x, labels.to(options_.device), b);
+  return {options_.channels_last ? as_channels_last(x) : x, y};
+}
+
+// A micro-batch's mean loss: against its labels, or a mixed batch's soft targets (multi-label:
+// binary cross-entropy; smoothing is in the targets already).
+torch::Tensor TrainStep::loss_of(const torch::Tensor& logits, const torch::Tensor& y, bool mixed,
+                                 bool multi_label) const {
+  if (!mixed) return classification_loss(logits, y, options_.label_smoothing, options_.class_weights);
+  return multi_label ? torch::binary_cross_entropy_with_logits(logits, y) : soft_target_cross_entropy(logits, y);
+}
+
 StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
                               std::int64_t global_samples) {
   std::int64_t local = 0;
@@ -115,8 +136,10 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
   auto correct = torch::zeros({}, torch::TensorOptions().device(options_.device));  // top-1, summed like the loss
   bool class_indices = true;
   const std::int64_t micro = options_.micro_batch;
-  for (auto& [images, labels] : batches) {
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    const auto& [images, labels] = batches[b];
     const std::int64_t n = images.size(0);
+    const auto [mixed_x, mixed_y] = mixed_batch(b, images, labels);
     // With equal_forwards every rank makes as many forwards (empty ones too): each makes the
     // same batch-norm collectives, also when the last batch of an epoch is shared out unevenly.
     const std::int64_t chunks = (std::max(n, options_.equal_forwards) + micro - 1) / micro;
@@ -124,20 +147,21 @@ StepResult TrainStep::attempt(const std::vector<std::pair<torch::Tensor, torch::
       const std::int64_t start = std::min(c * micro, n), end = std::min(start + micro, n);
       if (before_micro_step) before_micro_step(micro_steps_);
       ++micro_steps_;
-      auto x = prepare_batch(images.slice(0, start, end), options_);
-      auto y = labels.slice(0, start, end).to(options_.device, /*non_blocking=*/true);
+      const bool mixed = mixed_x.defined();
+      auto x = mixed ? mixed_x.slice(0, start, end) : prepare_batch(images.slice(0, start, end), options_);
+      auto y = mixed ? mixed_y.slice(0, start, end) : labels.slice(0, start, end).to(options_.device, true);
       torch::Tensor loss, logits;
       {
         AutocastGuard autocast(options_.device.type(), options_.amp);
         logits = model_.forward(x).to(torch::kFloat32);
         // An empty chunk's mean is 0/0: its backward only has to reach the collectives.
-        loss = end > start ? classification_loss(logits, y, options_.label_smoothing) : logits.sum();
+        loss = end == start ? logits.sum() : loss_of(logits, y, mixed, labels.dim() == 2);
       }
       if (end == start) {
         scaler_.scale(loss).backward();
         continue;
       }
-      class_indices = class_indices && y.dim() == 1;
+      class_indices = class_indices && !mixed && y.dim() == 1;  // mixed targets have no one right answer
       if (class_indices) correct += logits.detach().argmax(1).eq(y).sum();
       // Mean over the micro-batch, weighted by its share: the sum is the whole step's mean.
       double share = static_cast<double>(end - start) / static_cast<double>(total);

@@ -63,13 +63,14 @@ TrainingData TrainingData::open(const TrainConfig& c, const fs::path& run_dir, E
 }
 
 void TrainingData::make_loaders(const TrainConfig& c, int image_size, const torch::Device& device,
-                                const LoaderShare& share) {
+                                const LoaderShare& share, int train_size) {
   LoaderOptions lo;
-  lo.image_size = image_size;
+  lo.image_size = train_size > 0 ? train_size : image_size;
   lo.batch_size = c.batch_size;
   lo.workers = c.workers;
   lo.seed = c.seed;
   lo.augment = c.augment;
+  lo.sample_weights = sample_weights;
   lo.pin_memory = device.is_cuda();
   if (share.replicas > 1) lo.shard = {share.replica, share.replicas};
   if (!share.reads_images) {
@@ -81,6 +82,8 @@ void TrainingData::make_loaders(const TrainConfig& c, int image_size, const torc
   } else {
     train_loader = std::make_unique<Loader>(train, lo);
   }
+  lo.image_size = image_size;  // validation at the model's size
+  lo.sample_weights.clear();   // and every image once
   lo.train = false;
   lo.shuffle = false;
   lo.batch_size = std::max(c.batch_size, 256);

@@ -40,6 +40,7 @@ DiskBudgetOptions disk_budget_options(const TrainConfig& c, const std::filesyste
 
 struct TrainingData {
   std::shared_ptr<Dataset> train, val;
+  std::vector<double> sample_weights;  // --sampler balanced: per training sample; empty: shuffle
   std::vector<std::string> classes;
   std::map<std::string, std::uint64_t> skipped, val_skipped;  // files left out opening, by reason (the outcome)
   nlohmann::json decided;  // which files train and validate (TrainVal::decided): config.json, the outcome
@@ -53,7 +54,10 @@ struct TrainingData {
   // The loaders of `image_size` images (CPU, or GPU with --decode gpu; each replica its slice of
   // every global batch). A pipeline stage after the first reads labels only (LabelLoader) for both:
   // its input comes from the stage before.
-  void make_loaders(const TrainConfig& c, int image_size, const torch::Device& device, const LoaderShare& share);
+  // `train_size` (--progressive, --test-size): the training batches' image size, when not image_size (0).
+  // sample_weights (--sampler balanced): the training loader's (LoaderOptions::sample_weights).
+  void make_loaders(const TrainConfig& c, int image_size, const torch::Device& device, const LoaderShare& share,
+                    int train_size = 0);
 
   // --check-val auto: a validation set of at most kCheckValMax images is decoded once before the
   // first step, so that a damaged file is refused before any training (exit 3, nothing written)

@@ -7,6 +7,7 @@
 
 #include "frugal/dataset/sampler.h"
 #include "frugal/image/augment.h"
+#include "frugal/training/recipe.h"
 #include "frugal/util/error.h"
 #include "frugal/util/progress.h"
 #include "frugal/util/terminal.h"
@@ -316,6 +317,41 @@ std::vector<Row> make_rows() {
          return real(c.augment.erasing, t, 0, 1, false, "a probability from 0 (off) to 1");
        },
        [](const TrainConfig& c) -> nlohmann::json { return c.augment.erasing; }});
+  add({"recipe", nullptr,
+       "the training recipe as a whole: auto (the default: chosen by the epochs a --time-budget buys, else "
+       "default), none, default (crop and flip), light (for a few epochs) or strong (for many); options given "
+       "beside it win (docs/recipe.md)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "auto" && find_recipe(t) == nullptr) return choice({"auto", "none", "default", "light", "strong"});
+         c.recipe = t;
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.recipe; }});
+  add({"mixup", nullptr,
+       "mix each training batch with itself reversed, weights drawn from Beta(A, A) (timm's Mixup; its targets "
+       "label-smoothed; 0: off, the default)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.mixup, t, 0, 100, false, "an alpha from 0 (off) to 100");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.mixup; }});
+  add({"cutmix", nullptr,
+       "paste a box of the batch reversed into each training image, its area from Beta(A, A) (timm's CutMix; with "
+       "--mixup, one or the other per batch; 0: off, the default)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.cutmix, t, 0, 100, false, "an alpha from 0 (off) to 100");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.cutmix; }});
+  add({"ema", nullptr,
+       "keep an exponential moving average of the weights with this decay (e.g. 0.999; timm's ModelEmaV3 with "
+       "warmup), and evaluate, keep as best and export it; 0: off, the default",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.ema, t, 0, 1, true, "a decay from 0 (off) up to (not including) 1");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.ema; }});
   add({"clip_grad_norm", nullptr, "clip the gradient norm (0: off)", Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) {
          return real(c.clip_grad_norm, t, 0, std::numeric_limits<double>::max(), false, "a number from 0 (off) up");
@@ -329,6 +365,16 @@ std::vector<Row> make_rows() {
   add({"image_size", nullptr, "input side (default 28 for cnn, else 224)", Kind::value, true, false,
        [](TrainConfig& c, const std::string& t) { return integer(c.image_size, t, 1, kMaxCount); },
        [](const TrainConfig& c) -> nlohmann::json { return c.image_size; }});
+  add({"tta", nullptr,
+       "test-time augmentation of each epoch's validation (and so of which checkpoint is best): none (the default) "
+       "or flip (each image's logits averaged with its mirror's)",
+       Kind::value, false, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "none" && t != "flip") return choice({"none", "flip"});
+         c.tta_flip = t == "flip";
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.tta_flip ? "flip" : "none"; }});
   add({"workers", nullptr, "decode threads", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return integer(c.workers, t, 1, kMaxWorkers); },
        [](const TrainConfig& c) -> nlohmann::json { return c.workers; }});
@@ -375,6 +421,41 @@ std::vector<Row> make_rows() {
   add({"init", nullptr, "start from these weights (safetensors, torchvision names)", Kind::value, false, false,
        [](TrainConfig& c, const std::string& t) { return text_value(c.init, t); },
        [](const TrainConfig& c) -> nlohmann::json { return c.init; }});
+  add({"test_size", nullptr,
+       "evaluate at this image size (validation, and the size the model records for eval, predict and export; "
+       "FFCV tests above its training size); 0: the image size, the default",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.test_size, t, 0, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.test_size; }});
+  add({"progressive", nullptr,
+       "train on smaller images first: START_PX until 74% of the epochs, then growing to the image size by 86% "
+       "(FFCV's progressive resizing; the batch is kept, validation at the full size; 0: off, the default)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) { return integer(c.progressive, t, 0, kMaxCount); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.progressive; }});
+  add({"sampler", nullptr,
+       "shuffle (the default: every image once an epoch) or balanced (an epoch's images drawn with replacement, each "
+       "class alike: torch's WeightedRandomSampler with weights 1 / its class's count); single-label data",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) -> std::string {
+         if (t != "shuffle" && t != "balanced") return choice({"shuffle", "balanced"});
+         c.balanced_sampler = t == "balanced";
+         return "";
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.balanced_sampler ? "balanced" : "shuffle"; }});
+  add({"class_weights", nullptr,
+       "weigh each class in the training loss: auto (n / (classes x count), scikit-learn's balanced) or a file of "
+       "CLASS,WEIGHT lines; for imbalanced data (single-label; not with --mixup/--cutmix)",
+       Kind::value, true, false, [](TrainConfig& c, const std::string& t) { return text_value(c.class_weights, t); },
+       [](const TrainConfig& c) -> nlohmann::json { return c.class_weights; }});
+  add({"lr_backbone", nullptr,
+       "with --init: the learning rate of the pretrained part (every parameter outside the model's head) is --lr "
+       "times this (e.g. 0.1; default 1: one rate for all)",
+       Kind::value, true, false,
+       [](TrainConfig& c, const std::string& t) {
+         return real(c.lr_backbone, t, 0, 1000, false, "a multiplier from 0 (the backbone frozen in place) to 1000");
+       },
+       [](const TrainConfig& c) -> nlohmann::json { return c.lr_backbone; }});
   add({"freeze", nullptr, "parameter name prefixes to freeze", Kind::values, true, false,
        [](TrainConfig& c, const std::string& t) -> std::string {
          if (t.empty()) return "a parameter name prefix";
@@ -616,6 +697,20 @@ void validate_augment(TrainConfig& c) {
 }  // namespace
 
 void validate(TrainConfig& c) {
+  // A named recipe, or auto without a budget to choose by, sets its options now; auto with a budget
+  // is chosen by the session once its plan is known (the options until then are the defaults).
+  // Several processes would each plan alone: with them auto is the default recipe.
+  if (c.recipe == "auto" && (!c.time_budget || c.nproc > 1 || c.pipeline > 1)) {
+    if (c.time_budget) note("recipe: default (auto chooses from one process's plan; with several, give --recipe)");
+    c.recipe = "default";
+  }
+  if (c.recipe != "auto") apply_recipe(c, c.recipe);
+  if (!c.class_weights.empty() && (c.mixup > 0 || c.cutmix > 0))
+    fail(ErrorKind::usage, "--class-weights with " + std::string(c.mixup > 0 ? "--mixup" : "--cutmix"), "one of them",
+         "both", "a mixed image's soft targets have no one class to weigh: leave one out");
+  if (c.lr_backbone != 1.0 && c.init.empty())
+    fail(ErrorKind::usage, "--lr-backbone", "--init WEIGHTS: the pretrained part it slows down", "no --init",
+         "add --init with the weights to fine-tune, or leave --lr-backbone out");
   validate_augment(c);
   // A time budget plans the epochs: left unset, the epochs are auto; a fixed number contradicts it.
   if (c.epochs_mode == EpochsMode::unset) c.epochs_mode = c.time_budget ? EpochsMode::automatic : EpochsMode::fixed;
@@ -635,6 +730,17 @@ void validate(TrainConfig& c) {
     if (c.sync_bn)
       fail(ErrorKind::usage, "--sync-bn with --pipeline", "one of them", "both",
            "leave --sync-bn out: each stage holds its own batch-norm layers");
+    if (c.ema > 0 || c.mixup > 0 || c.cutmix > 0 || c.tta_flip || c.progressive > 0 || c.test_size > 0)
+      fail(ErrorKind::usage,
+           std::string(c.ema > 0           ? "--ema"
+                       : c.mixup > 0       ? "--mixup"
+                       : c.cutmix > 0      ? "--cutmix"
+                       : c.progressive > 0 ? "--progressive"
+                       : c.test_size > 0   ? "--test-size"
+                                           : "--tta flip") +
+               " with --pipeline",
+           "one of them", "both",
+           "a pipeline's stages hold no whole batch or model: train with data parallelism (--nproc) or one process");
     if (!c.pipeline_split.empty() && c.pipeline_balance != "time")
       fail(ErrorKind::usage, "--pipeline-split with --pipeline-balance " + c.pipeline_balance, "one of them", "both",
            "a split names the cut; a balance lets frugal choose it");

@@ -75,7 +75,17 @@ constexpr std::string_view kKeys[] = {"amp",
                                       "lr",
                                       "epochs",
                                       "time_budget",
-                                      "threshold"};
+                                      "threshold",
+                                      "recipe",
+                                      "ema",
+                                      "mixup",
+                                      "cutmix",
+                                      "tta",
+                                      "progressive",
+                                      "test_size",
+                                      "sampler",
+                                      "class_weights",
+                                      "lr_backbone"};
 
 bool known_key(std::string_view key) { return std::ranges::find(kKeys, key) != std::end(kKeys); }
 

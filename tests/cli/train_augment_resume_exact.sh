@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Exact resume with the augmentations on: a --deterministic CPU run with --augment trivial and
-# --random-erasing 0.25, stopped by SIGTERM mid-epoch (exit 75), resumed, SIGKILLed once a checkpoint
+# Exact resume with the augmentations on: a --deterministic CPU run with --augment trivial,
+# --random-erasing 0.25, --mixup 0.2, --cutmix 1.0, --ema 0.99 and --progressive 20 (issue 45: the
+# first epoch on 20 px images, the second on 28), stopped by SIGTERM mid-epoch (exit 75), resumed, SIGKILLed once a checkpoint
 # in the second epoch is saved and resumed to its end (mid-epoch again), ends with weights and trainer state bitwise equal to
 # an uninterrupted run (each sample's ops are drawn from its own seed, so a resumed epoch augments
-# its samples as the uninterrupted one did). config.json records the options; a resume with other
+# its samples as the uninterrupted one did; each batch's mix is drawn from (seed, step, rank, batch);
+# the checkpoints hold the weights' average and the trained weights, both compared).
+# config.json records the options; a resume with other
 # ones is refused; the augmented weights differ from those of the default recipe (the options
 # reach the loader); and --decode gpu with them is refused before anything runs.
 # Data: a zip of generated 28x28 PNGs (Python, PIL).
@@ -15,7 +18,7 @@ on_exit '[[ -n $pid ]] && kill -KILL $pid 2>/dev/null'
 make_shapes_zip "$t/shapes.zip" 30
 base=(--data "$t/shapes.zip" --model cnn --epochs 2 --batch-size 2 --deterministic
       --device cpu --workers 1 --seed 11 --save-every 4steps --keep-last 2)
-args=("${base[@]}" --augment trivial --random-erasing 0.25)
+args=("${base[@]}" --augment trivial --random-erasing 0.25 --mixup 0.2 --cutmix 1.0 --ema 0.99 --progressive 20)
 
 fail() { die "$*" "$t"/*.log >&2; }
 
@@ -23,8 +26,11 @@ frugal train "${args[@]}" --run "$t/ref" > /dev/null 2> "$t/ref.log" || fail "un
 total=$(sed -n 's/.*; \([0-9]*\) steps of .*/\1/p' "$t/ref.log" | head -1)
 per_epoch=$((total / 2))
 [[ $total -gt 60 ]] || fail "expected a run of more than 60 steps, found '$total'"
+grep -q "epoch 1: training images of 20 px" "$t/ref.log" && grep -q "epoch 2: training images of 28 px" "$t/ref.log" ||
+  fail "the images did not grow from 20 to 28 px"
 check "config.json records the augmentations" \
-  "grep -q '\"augment\": *\"trivial\"' '$t/ref/config.json' && grep -q '\"random_erasing\": *0.25' '$t/ref/config.json'"
+  "grep -q '\"augment\": *\"trivial\"' '$t/ref/config.json' && grep -q '\"random_erasing\": *0.25' '$t/ref/config.json' &&
+   grep -q '\"mixup\": *0.2' '$t/ref/config.json' && grep -q '\"cutmix\": *1.0' '$t/ref/config.json' && grep -q '\"ema\": *0.99' '$t/ref/config.json'"
 
 # Waits until a checkpoint of step >= $1 is committed while $pid still runs.
 wait_for_step() {
@@ -72,13 +78,17 @@ def newest(run):
     return max(files, key=lambda f: int(re.search(r"-s(\d+)", f).group(1)))
 a, b = load_file(newest(sys.argv[1])), load_file(newest(sys.argv[2]))
 assert os.path.basename(newest(sys.argv[1])) == os.path.basename(newest(sys.argv[2]))
+assert any(k.startswith("frugal.trained.") for k in a), "no trained weights beside the average"
 bad = [k for k in a if k not in b or not (a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and bool((a[k] == b[k]).all()))]
 print(f"compared {len(a)} tensors (weights and trainer state) of {os.path.basename(newest(sys.argv[1]))}: {len(bad)} differ")
 assert not bad, bad
 PY
 
-expect_exit "a resume with another --augment is refused" 2 frugal train "${base[@]}" --augment flip --random-erasing 0.25 --run "$t/int"
+expect_exit "a resume with another --augment is refused" 2 frugal train "${base[@]}" --augment flip --random-erasing 0.25 \
+  --mixup 0.2 --cutmix 1.0 --ema 0.99 --run "$t/int"
 expect_msg "...naming the option" "augment"
+expect_exit "a resume with another --ema is refused" 2 frugal train "${args[@]}" --ema 0.9 --run "$t/int"
+expect_msg "...naming it" "ema"
 
 # The default recipe (crop and flip) learns other weights: the options reach the loader.
 frugal train "${base[@]}" --run "$t/plain" > /dev/null 2> "$t/plain.log" || fail "run with the default recipe"

@@ -209,7 +209,10 @@ TEST(TrainOptions, OneRowPerOptionAndTheLearningKeysOfVersion1) {
                                        // how labels are read: tags (multi-label), a header, CIFAR-100's kind
                                        "label_separator", "labels_header", "label_kind",
                                        // the augmentations after the crop (older configs: flip, none)
-                                       "augment", "random_erasing"};
+                                       "augment", "random_erasing",
+                                       // the recipe (issue 45; older configs lack them: not compared)
+                                       "recipe", "mixup", "cutmix", "ema", "lr_backbone", "class_weights", "sampler",
+                                       "test_size", "progressive"};
   const auto& now = frugal::learning_keys();
   EXPECT_EQ(std::set<std::string>(now.begin(), now.end()), std::set<std::string>(v1.begin(), v1.end()));
   EXPECT_EQ(now.front(), "model");

@@ -53,6 +53,7 @@ struct EvalArgs {
   double threshold = 0;
   bool json = false, confusion = false;
   std::size_t worst = 0;
+  Tta tta = Tta::none;
   DatasetOptions d;
   ForeignModelOptions foreign;
 };
@@ -84,6 +85,7 @@ void add_eval_options(CLI::App& app, EvalArgs& a) {
                  "multi-label models: a tag counts as predicted when its probability reaches this (default: the "
                  "model's per-class thresholds when it has them, else the threshold it was trained with)")
       ->check(probability());
+  add_tta_option(app, a.tta);
   app.add_flag("--json", a.json,
                "print {accuracy, loss, per_class, classes, confusion, per_class_report, macro, weighted} as JSON on "
                "stdout (multi-label: {mean_ap, f1, precision, recall, exact_match, loss, per_class: {ap, precision, "
@@ -181,6 +183,7 @@ int cmd_eval(int argc, char** argv) {
   eo.thresholds = thresholds_of(loaded.info, a.threshold);
   eo.confusion = !eo.multi_label;  // --json always carries it
   eo.worst = a.worst;
+  eo.tta = a.tta;
   EvalResult r = evaluate_loaded(loaded, dataset, match, a.batch_size, a.workers, eo);
   name_worst(r, *dataset);
   // per_class follows the data's classes; the confusion matrix and the worst images the model's

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "torch_eval.h"
 #include "frugal/archive/archive.h"
 #include "frugal/archive/read_limit.h"
 #include "frugal/compress/compress.h"
@@ -139,6 +140,7 @@ struct PredictArgs {
   double threshold = 0;
   std::uint64_t max_pixels = 89478485, max_file_bytes = kDefaultMaxFileBytes;
   bool json = false, probabilities = false, escape_formulas = false;
+  Tta tta = Tta::none;
   ArchiveOptions archive_options;
   ForeignModelOptions foreign;
 };
@@ -176,6 +178,7 @@ void add_predict_options(CLI::App& app, PredictArgs& a) {
   add_data_options(app, a.archive_options);
   add_foreign_model_options(app, a.foreign);
   app.add_flag("--json", a.json, "print the predictions as JSON on stdout");
+  add_tta_option(app, a.tta);
 }
 
 // What predict has found so far: the rows, the images it could not read, the inputs' skipped
@@ -241,8 +244,7 @@ void predict_batch(const PredictArgs& a, const LoadedModel& loaded, const Predic
                    const std::vector<Decoded>& batch, const std::vector<std::size_t>& good, PredictOutput& o) {
   const ModelInfo& info = loaded.info;
   const int k = static_cast<int>(std::min<std::int64_t>(a.top, static_cast<std::int64_t>(info.classes.size())));
-  const auto logits =
-      loaded.model->forward(normalize(batch_tensor(batch, good), info.mean, info.std)).to(torch::kFloat32);
+  const auto logits = forward_tta(*loaded.model, normalize(batch_tensor(batch, good), info.mean, info.std), a.tta);
   // Multi-label: each class's own sigmoid; else one softmax over the classes.
   const auto probs = (info.multi_label ? torch::sigmoid(logits) : torch::softmax(logits, 1)).contiguous();
   const auto [values, indices] = probs.topk(k, 1);

@@ -35,6 +35,7 @@ namespace {
 struct ReportArgs {
   std::string run, output, data;
   int worst = 64, batch_size = 256, workers = 2;
+  Tta tta = Tta::none;
 };
 
 // The data options a run was trained with, from its best checkpoint's config (DATA as typed, and
@@ -162,6 +163,7 @@ nlohmann::json evaluate_for_report(const ReportArgs& a, const nlohmann::json& ru
   eo.thresholds = model_thresholds(loaded.info);
   eo.confusion = !eo.multi_label;
   eo.worst = eo.multi_label ? 0 : static_cast<std::size_t>(a.worst);
+  eo.tta = a.tta;
   EvalResult r = evaluate_loaded(loaded, data, match, a.batch_size, a.workers, eo);
   nlohmann::json doc = eval_json(r, loaded, *data, eo);
   doc["data"] = name;
@@ -209,6 +211,7 @@ int cmd_report(int argc, char** argv) {
       ->capture_default_str()
       ->check(integer_in(0, 1000));
   app.add_option("--batch-size", a.batch_size, "images per forward pass")->capture_default_str()->check(at_least(1));
+  add_tta_option(app, a.tta);
   app.add_option("--workers", a.workers, "decode threads")->capture_default_str()->check(integer_in(1, kMaxWorkers));
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
 

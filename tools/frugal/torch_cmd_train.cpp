@@ -103,9 +103,11 @@ int cmd_train(int argc, char** argv) {
 
   TrainConfig config;
   config.decode = DecodeChoice::automatic;  // the command's default; the library's is cpu
-  for (const auto& [row, text] : given)
+  for (const auto& [row, text] : given) {
     if (std::string allowed = row->set(config, text); !allowed.empty())
       fail(ErrorKind::usage, option_name(*row), allowed, "\"" + text + "\"", "see frugal train --help");
+    config.given.emplace_back(row->key);  // a recipe leaves it as given (training/recipe.h)
+  }
   validate(config);  // the rules between options, as the library applies them
 
   // The ranks get the options as this command read them, the config file's included, less --nproc

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "frugal/checkpoint/checkpoint.h"
 #include "frugal/loader/loader.h"
@@ -9,6 +12,15 @@
 #include "frugal/train/step.h"
 
 namespace frugal::cli {
+
+// --tta none|flip (eval, predict, report): the test-time augmentation of frugal/train/evaluate.h.
+inline void add_tta_option(CLI::App& app, Tta& tta) {
+  app.add_option_function<std::string>(
+         "--tta", [&tta](const std::string& v) { tta = parse_tta(v).value_or(Tta::none); },
+         "test-time augmentation: none (the default) or flip (each image's logits averaged with its left-right "
+         "mirror's)")
+      ->check(CLI::IsMember({"none", "flip"}));
+}
 
 // `loaded` over `data` in its order, at the model's own image size and normalisation, `batch_size`
 // images a batch decoded by `workers` threads: the figures `eo` asks for (confusion, worst, tags).

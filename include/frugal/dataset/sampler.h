@@ -42,6 +42,10 @@ struct LoaderOptions {
   // Undecodable images are counted and left out, never refused here: the caller holds the count
   // against max_bad_fraction itself (training's validation, whose processes decide together).
   bool count_bad_only = false;
+  // --sampler balanced (training): each position of an epoch's order is a draw with replacement,
+  // sample i with probability weight[i] / sum (torch's WeightedRandomSampler, replacement=True);
+  // empty: every sample once (the permutation). One weight per dataset sample.
+  std::vector<double> sample_weights;
 };
 
 // The epoch's sample order (a permutation of [0, n) when shuffling), from (seed, epoch); every
@@ -64,6 +68,13 @@ std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int
 inline constexpr std::uint64_t kShuffleWindowBytes = std::uint64_t{128} << 20;
 std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch, bool shuffle,
                                      const IoGroups& groups);
+
+// n draws with replacement, index i with probability weights[i] / sum(weights), from (seed, epoch):
+// the order of a --sampler balanced epoch (inverse-CDF draws of a generator of its own; a resume by
+// position reads the same). Error(usage) for weights that are not n finite values >= 0 with a
+// positive sum.
+std::vector<std::size_t> weighted_epoch_order(std::size_t n, std::uint64_t seed, std::int64_t epoch,
+                                              const std::vector<double>& weights);
 
 // Batches of `batch` that `samples` make: a last partial batch counts unless drop_last.
 std::int64_t batch_count(std::int64_t samples, std::int64_t batch, bool drop_last);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,15 @@ void check_label_kind(bool model_multi_label, bool data_multi_label, const std::
 ClassMatch match_classes(const std::vector<std::string>& model_classes, const std::vector<std::string>& data_classes,
                          const std::string& data_name);
 
+// Test-time augmentation (`--tta`): none, or flip: the logits are the mean of the image's and its
+// left-right mirror's (as airbench and timm's flip TTA average them), in float32.
+enum class Tta { none, flip };
+// "none" | "flip"; nullopt for anything else.
+std::optional<Tta> parse_tta(const std::string& text);
+const char* to_string(Tta tta);
+// The model's float32 logits of `x` (B, C, H, W), with `tta`.
+torch::Tensor forward_tta(Model& model, const torch::Tensor& x, Tta tta);
+
 // Each loader batch (>= 256 samples in `frugal train`) is forwarded in chunks of at most
 // `micro_batch` (0: whole); on running out of memory the chunk is halved and redone (nothing of a
 // failed chunk is counted), and the size kept here for later calls; at 1 it is Error(budget).
@@ -55,6 +65,7 @@ struct EvalOptions {
   // threshold, thresholds[c] or one for all (src/train/multi_label.h has the figures).
   bool multi_label = false;
   std::vector<float> thresholds{0.5f};
+  Tta tta = Tta::none;
   // Single-label: count the confusion matrix (EvalResult::confusion), and keep the `worst` images of
   // highest loss (EvalResult::worst; their dataset index where the source says it: Batch::samples).
   bool confusion = false;

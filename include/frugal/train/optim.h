@@ -20,6 +20,9 @@ struct OptimizerOptions {
   double weight_decay = 0.05;
   double momentum = 0.9;  // SGD
   bool nesterov = true;   // SGD
+  // --lr-backbone: the learning rate of every parameter outside the model's head (head_prefix())
+  // is lr x this; 1: one rate for all.
+  double backbone_lr_scale = 1.0;
 };
 
 // Parameters that require grad, in two groups: weights with weight decay, and norms and biases
@@ -27,10 +30,12 @@ struct OptimizerOptions {
 struct OptimizerSetup {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<std::pair<std::string, torch::Tensor>> params;
+  std::vector<double> lr_scale;  // per parameter group: its learning rate's multiple of the schedule's
 };
 OptimizerSetup make_optimizer(Model& model, const OptimizerOptions& options);
 
-void set_lr(torch::optim::Optimizer& optimizer, double lr);
+// Every group's learning rate: lr, times the group's lr_scale.
+void set_lr(OptimizerSetup& setup, double lr);
 
 // Sets requires_grad(false) on every parameter whose name starts with one of the prefixes
 // (matching whole name components: "layer1" freezes "layer1.0.conv1.weight", not "layer10.*").

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -25,6 +26,7 @@ struct StepOptions {
   torch::Device device = torch::kCPU;
   bool channels_last = false;                // lay each micro-batch out channels-last (see to_channels_last)
   std::vector<float> mean{0.5f}, std{0.5f};  // normalization of uint8 images
+  torch::Tensor class_weights;               // --class-weights: (classes) float32 on the device; undefined: none
   // Data-parallel with --sync-bn: each batch is forwarded in ceil(max(its size, this) /
   // micro_batch) chunks, empty ones too, so that every rank makes the same collectives (0: only
   // the chunks that hold samples).
@@ -45,7 +47,10 @@ torch::Tensor prepare_batch(const torch::Tensor& images, const StepOptions& opti
 // cross-entropy with logits, the mean over samples and classes (torch's BCEWithLogitsLoss);
 // label smoothing e moves each target to y (1 - e) + e / 2 there, as it does to y (1 - e) + e / K
 // for cross-entropy.
-torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing);
+// `class_weights` (single-label only): cross-entropy's weight, the mean then over the batch's weights
+// (torch's weighted cross-entropy).
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels, double label_smoothing,
+                                  const torch::Tensor& class_weights = {});
 
 // One optimizer step over the samples of `batches` (uint8 images as the loader gives them),
 // split into micro-batches of `micro_batch`. Each micro-batch's mean loss is weighted by its share
@@ -69,6 +74,7 @@ class TrainStep {
   virtual StepResult run(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches,
                          std::int64_t global_samples = 0);
   int micro_batch() const { return options_.micro_batch; }
+  void set_label_smoothing(double e) { options_.label_smoothing = e; }  // a recipe chosen mid-run
 
   // Data-parallel: called once per optimizer step, after the last micro-batch's backward and
   // before unscaling: sums the parameters' gradients (undefined ones as zeros) and `extra` (the
@@ -79,6 +85,12 @@ class TrainStep {
   // gradients that are views of the all-reduce's buckets, zeroed (ProcessGroup::prepare_gradients).
   std::function<void(const std::vector<torch::Tensor>& params)> zero_gradients;
 
+  // --mixup/--cutmix: mixes the step's `batch`th batch (float, normalized, on the device) in place
+  // and returns its (B, classes) float targets (src/train/batch_mix.h); the loss is then taken
+  // against those: soft-target cross-entropy, or for multi-label binary cross-entropy (smoothing is
+  // in the targets already). Unset: no mixing.
+  std::function<torch::Tensor(torch::Tensor& images, const torch::Tensor& labels, std::size_t batch)> mix;
+
   // Test seams: called before each micro-batch's forward with a running micro-step counter, and
   // before optimizer.step(); may throw (e.g. c10::OutOfMemoryError) to simulate a failure there.
   std::function<void(std::int64_t micro_step)> before_micro_step;
@@ -87,6 +99,9 @@ class TrainStep {
  protected:
   StepResult attempt(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, std::int64_t global_samples);
   std::vector<torch::Tensor> trainable() const;
+  std::pair<torch::Tensor, torch::Tensor> mixed_batch(std::size_t b, const torch::Tensor& images,
+                                                      const torch::Tensor& labels);
+  torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& y, bool mixed, bool multi_label) const;
 
   Model& model_;
   torch::optim::Optimizer& optimizer_;

@@ -105,8 +105,26 @@ struct TrainConfig {
   EpochsMode epochs_mode = EpochsMode::unset;
   std::uint64_t seed = 0;
   double lr = 1e-3, weight_decay = 0.05, label_smoothing = 0.0, clip_grad_norm = 0.0;
+  double lr_backbone = 1.0;       // --lr-backbone: with --init, the rate outside the head is lr x this
+  std::string class_weights;      // --class-weights: "auto" (balanced) or a CLASS,WEIGHT file; "": none
+  bool balanced_sampler = false;  // --sampler balanced: each epoch draws classes alike (LoaderOptions::sample_weights)
+  int test_size =
+      0;  // --test-size PX: validation, and the model's recorded size (eval, predict, export); 0: image_size
+  int progressive = 0;  // --progressive START_PX: training images grow to image_size (progressive_size); 0: off
   // --augment and --random-erasing: what training adds after the random crop (frugal/image/augment.h).
   AugmentOptions augment;
+  // --mixup A and --cutmix A (Beta's alpha; 0: off): each batch mixed with itself reversed, timm's
+  // Mixup (train/batch_mix.h). --ema DECAY (0: off): the weights' moving average, timm's ModelEmaV3
+  // with warmup, is what is evaluated, kept as best and exported (train/weight_average.h).
+  double mixup = 0, cutmix = 0, ema = 0;
+  bool tta_flip = false;  // --tta flip: validation averages each image's logits with its mirror's
+  // --recipe: "auto" (validate() resolves it to "default" without a time budget; with one the session
+  // picks once its plan is known, training/recipe.h), "none", "default", "light" or "strong". Its
+  // values go to the options not in `given`: the config.json keys the user set (the command line
+  // and its config file record them; a program setting fields directly leaves them at a default
+  // value only where it wants the recipe's).
+  std::string recipe = "auto";
+  std::vector<std::string> given;
   // Multi-label data: a tag is predicted when its probability reaches `threshold`, or the per-class
   // thresholds of the best F1 on the validation set when tune_thresholds (stored with the model).
   double threshold = 0.5;
