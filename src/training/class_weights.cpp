@@ -61,8 +61,8 @@ std::vector<double> read_class_weights(const std::string& file, const std::vecto
   }
   for (std::size_t i = 0; i < classes.size(); ++i)
     if (std::isnan(w[i]))
-      fail(ErrorKind::invalid, file, "a weight for every class of the data", "none for \"" + printable(classes[i]) + "\"",
-           "add a line `" + printable(classes[i]) + ",1`");
+      fail(ErrorKind::invalid, file, "a weight for every class of the data",
+           "none for \"" + printable(classes[i]) + "\"", "add a line `" + printable(classes[i]) + ",1`");
   return w;
 }
 

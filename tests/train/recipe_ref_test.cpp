@@ -28,7 +28,8 @@ namespace fs = std::filesystem;
 
 bool recipe_same_bits(const torch::Tensor& a, const torch::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&
-         torch::equal(a.contiguous().reshape({-1}).view(torch::kUInt8), b.contiguous().reshape({-1}).view(torch::kUInt8));
+         torch::equal(a.contiguous().reshape({-1}).view(torch::kUInt8),
+                      b.contiguous().reshape({-1}).view(torch::kUInt8));
 }
 
 // A folder for one test's files, removed after it.
@@ -72,7 +73,8 @@ TEST(RecipeReference, WeightAverageMatchesTimmModelEmaV3) {
   WeightAverage average(*model, decay);
   NamedTensors inputs;
   auto record = [&](int t) {
-    for (const auto& [name, v] : state_dict(*model)) inputs.emplace_back("s" + std::to_string(t) + "." + name, v.clone());
+    for (const auto& [name, v] : state_dict(*model))
+      inputs.emplace_back("s" + std::to_string(t) + "." + name, v.clone());
   };
   record(0);
   for (int t = 1; t <= steps; ++t) {
@@ -90,7 +92,7 @@ TEST(RecipeReference, WeightAverageMatchesTimmModelEmaV3) {
     const std::string& name = average.names()[i];
     EXPECT_TRUE(recipe_same_bits(average.tensors()[i], ref.get("ema." + name))) << name;
   }
-  EXPECT_EQ(WeightAverage::decay_at(decay, 1), 0.0);                         // the first update copies
+  EXPECT_EQ(WeightAverage::decay_at(decay, 1), 0.0);  // the first update copies
   EXPECT_DOUBLE_EQ(WeightAverage::decay_at(0.999, 2), 1.0 - std::pow(2.0, -2.0 / 3.0));
   EXPECT_EQ(WeightAverage::decay_at(decay, 100), decay);
 }
@@ -146,8 +148,8 @@ TEST(RecipeReference, MixMatchesTimmMixup) {
     bool multi_label;
   };
   const std::vector<Case> cases = {
-      {0.3, false, 0, 0, 0.1, false},  {0.55, true, 1, 9, 0.1, false}, {0.2, true, 4, 5, 0.0, false},
-      {0.7, false, 0, 0, 0.2, true},   {0.4, true, 7, 0, 0.1, true},   {1.0, false, 0, 0, 0.1, false},
+      {0.3, false, 0, 0, 0.1, false}, {0.55, true, 1, 9, 0.1, false}, {0.2, true, 4, 5, 0.0, false},
+      {0.7, false, 0, 0, 0.2, true},  {0.4, true, 7, 0, 0.1, true},   {1.0, false, 0, 0, 0.1, false},
       {0.01, true, 3, 3, 0.0, false},
   };
   const int classes = 5;
@@ -166,10 +168,11 @@ TEST(RecipeReference, MixMatchesTimmMixup) {
     inputs.emplace_back("x." + K, x.clone());
     inputs.emplace_back("labels." + K, labels);
     inputs.emplace_back("logits." + K, logits);
-    meta["case." + K] = nlohmann::json{{"lam", c.lambda}, {"cutmix", c.cutmix},    {"cy", c.cy},
-                                       {"cx", c.cx},      {"smoothing", c.smoothing}, {"classes", classes},
-                                       {"multi_label", c.multi_label}}
-                            .dump();
+    meta["case." + K] =
+        nlohmann::json{
+            {"lam", c.lambda},    {"cutmix", c.cutmix},          {"cy", c.cy}, {"cx", c.cx}, {"smoothing", c.smoothing},
+            {"classes", classes}, {"multi_label", c.multi_label}}
+            .dump();
     MixOptions o;
     o.mixup = o.cutmix = 1.0;
     o.label_smoothing = c.smoothing;
@@ -228,8 +231,8 @@ void expect_groups_match(const std::string& py, OptimizerKind kind, double scale
   const SafetensorsFile ref = recipe_reference(py, "groups", in);
   for (const auto& [name, p] : setup.params) {
     const torch::Tensor r = ref.get("p." + name);
-    EXPECT_TRUE(torch::allclose(p.detach(), r, 1e-6, 1e-7)) << name << ": max difference "
-                                                          << (p.detach() - r).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(p.detach(), r, 1e-6, 1e-7))
+        << name << ": max difference " << (p.detach() - r).abs().max().item<double>();
   }
   const auto& groups = setup.optimizer->param_groups();
   EXPECT_DOUBLE_EQ(groups.back().options().get_lr(), lrs.back() * scale);  // the backbone's, last
@@ -256,7 +259,7 @@ TEST(RecipeReference, MixDrawsAreBetaAndRepeatable) {
     sq += d.lambda * d.lambda;
   }
   const double mean = sum / n, var = sq / n - mean * mean;
-  EXPECT_NEAR(mean, 0.5, 0.01);                           // Beta(a, a): mean 1/2
+  EXPECT_NEAR(mean, 0.5, 0.01);                              // Beta(a, a): mean 1/2
   EXPECT_NEAR(var, 1.0 / (4.0 * (2.0 * 0.4 + 1.0)), 0.005);  // variance 1 / (4 (2a + 1)) = 0.139
   o.cutmix = 1.0;
   int cutmixes = 0;

@@ -24,12 +24,14 @@ TEST(ClassWeights, BalancedMatchesScikitLearn) {
   if (py.empty() || std::system((py + " -c 'import sklearn' 2>/dev/null").c_str()) != 0)
     GTEST_SKIP() << "no Python with scikit-learn (.venv)";
   std::string labels;
-  for (std::size_t c = 0; c < counts.size(); ++c) labels += "[" + std::to_string(c) + "]*" + std::to_string(counts[c]) + "+";
+  for (std::size_t c = 0; c < counts.size(); ++c)
+    labels += "[" + std::to_string(c) + "]*" + std::to_string(counts[c]) + "+";
   labels += "[]";
   const std::string cmd = py +
                           " -c 'import numpy as np; from sklearn.utils.class_weight import compute_class_weight as w; "
                           "y = np.array(" +
-                          labels + "); print(\" \".join(repr(float(v)) for v in w(\"balanced\", classes=np.unique(y), y=y)))'";
+                          labels +
+                          "); print(\" \".join(repr(float(v)) for v in w(\"balanced\", classes=np.unique(y), y=y)))'";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[4096] = {};

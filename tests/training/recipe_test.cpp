@@ -29,7 +29,7 @@ TEST(Recipe, NamedRecipesSetTheirOptions) {
 TEST(Recipe, GivenAndProgramSetOptionsWin) {
   TrainConfig c;
   c.given = {"label_smoothing", "augment"};  // --label-smoothing 0 --augment flip on the command line
-  c.ema = 0.5;                                // a program's own value
+  c.ema = 0.5;                               // a program's own value
   const auto set = apply_recipe(c, "strong");
   EXPECT_EQ(c.label_smoothing, 0.0);
   EXPECT_EQ(c.augment.policy, AugmentOptions::Policy::flip);
