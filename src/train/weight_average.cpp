@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "frugal/util/error.h"
+
 namespace frugal {
 
 WeightAverage::WeightAverage(Model& model, double decay) : model_(model), decay_(decay) {
@@ -93,6 +95,12 @@ bool WeightAverage::load(const Checkpoint& ck) {
   if (std::any_of(trained.begin(), trained.end(), [](const torch::Tensor* t) { return t == nullptr; })) return false;
   if (std::any_of(average.begin(), average.end(), [](const torch::Tensor* t) { return t == nullptr; })) return false;
   const std::vector<torch::Tensor> now = model_tensors();
+  // A checkpoint's tensors are bytes a user may not have written: each must be the model's own.
+  for (std::size_t i = 0; i < now.size(); ++i)
+    for (const torch::Tensor* t : {trained[i], average[i]})
+      if (t->sizes() != now[i].sizes() || t->scalar_type() != now[i].scalar_type())
+        fail(ErrorKind::invalid, "the checkpoint's " + names_[i], "the model's shape and type", "another shape or type",
+             "the checkpoint is damaged: remove it to resume from an older one");
   for (std::size_t i = 0; i < now.size(); ++i) {
     now[i].copy_(*trained[i]);
     average_[i].copy_(*average[i]);

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "frugal/image/augment.h"
+#include "frugal/util/error.h"
 
 namespace frugal {
 
@@ -50,7 +51,11 @@ bool take_saved_recipe(TrainConfig& c, const nlohmann::json& saved) {
     const auto v = saved.find(key);
     if (v == saved.end() || std::find(c.given.begin(), c.given.end(), key) != c.given.end()) continue;
     for (const TrainOption& row : train_options())
-      if (std::string(row.key) == key) row.set(c, v->is_string() ? v->get<std::string>() : v->dump());
+      if (std::string(row.key) == key)
+        if (const std::string allowed = row.set(c, v->is_string() ? v->get<std::string>() : v->dump());
+            !allowed.empty())
+          fail(ErrorKind::invalid, std::string("the run's recorded ") + key, allowed, v->dump().substr(0, 40),
+               "the checkpoint is damaged: remove it to resume from an older one, or add {fresh}");
   }
   return true;
 }
